@@ -1,0 +1,40 @@
+"""double_softmax: the model's forward ends in softmax and feeds CrossEntropyLoss."""
+
+from __future__ import annotations
+
+from torch import nn
+
+from bugzoo.bugs.base import Bug, Symptom
+
+
+class DoubleSoftmax(Bug):
+    def after_build(self, trainer) -> None:
+        # The mistake: the classifier head returns probabilities, and CrossEntropyLoss applies
+        # log-softmax to them again.
+        trainer.model.head = nn.Sequential(trainer.model.head, nn.Softmax(dim=-1))
+
+
+BUG = DoubleSoftmax(
+    id="double_softmax",
+    title="Softmax before CrossEntropyLoss",
+    category="loss",
+    symptom=Symptom("final_val_loss", "higher",
+                    "loss stays near log(C) and falls slowly: gradients are squashed through two "
+                    "softmaxes; validation loss ends far above the clean run's"),
+    explanation=("nn.CrossEntropyLoss expects raw logits and applies log-softmax itself. Feeding "
+                 "it probabilities computes log(softmax(softmax(z))): outputs confined to [0, 1] "
+                 "make every class look nearly equally likely, so the loss cannot go much below "
+                 "log(C) - 1 and gradients shrink."),
+    buggy="""\
+class Classifier(nn.Module):
+    def forward(self, x):
+        return torch.softmax(self.head(self.backbone(x)), dim=-1)
+
+loss = nn.CrossEntropyLoss()(model(x), y)""",
+    fixed="""\
+class Classifier(nn.Module):
+    def forward(self, x):
+        return self.head(self.backbone(x))      # raw logits
+
+loss = nn.CrossEntropyLoss()(model(x), y)      # log-softmax happens inside""",
+)

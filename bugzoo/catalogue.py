@@ -1,0 +1,87 @@
+"""``bugzoo list`` and ``bugzoo show``: the catalogue as tables and cards."""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+
+import pandas as pd
+
+from bugzoo.bugs import all_bugs, get_bug
+from bugzoo.config import scenarios
+from bugzoo.errors import unknown_choice
+from bugzoo.models import MODELS
+
+LISTS = ("bugs", "models", "scenarios", "detectors")
+
+
+def bugs_table() -> pd.DataFrame:
+    return pd.DataFrame([{
+        "id": b.id, "category": b.category, "loud": "loud" if b.loud else "silent",
+        "models": ",".join(b.models), "title": b.title,
+    } for b in all_bugs()])
+
+
+def models_table() -> pd.DataFrame:
+    return pd.DataFrame([{"id": m, "dataset": d, "description": desc}
+                         for m, (d, desc) in MODELS.items()])
+
+
+def scenarios_table() -> pd.DataFrame:
+    rows = []
+    for sid, node in scenarios().items():
+        choices = {k: v for item in node.get("defaults", []) if isinstance(item, dict)
+                   for k, v in item.items()}
+        rows.append({"id": sid, "model": choices.get("override /model"),
+                     "bug": choices.get("override /bug", "clean"),
+                     "default_sweep": not node.get("excluded"),
+                     "note": node.get("excluded") or ""})
+    return pd.DataFrame(rows)
+
+
+def detectors_table() -> pd.DataFrame:
+    from importlib.metadata import entry_points
+
+    from bugzoo.detector import ENTRY_POINT_GROUP
+
+    return pd.DataFrame(sorted(({"name": ep.name, "entry_point": ep.value,
+                                 "package": ep.dist.name if ep.dist else ""}
+                                for ep in entry_points(group=ENTRY_POINT_GROUP)),
+                               key=lambda r: r["name"]))
+
+
+def list_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="bugzoo list", description="List catalogue entries.")
+    parser.add_argument("what", help=f"one of: {', '.join(LISTS)}")
+    args = parser.parse_args(argv)
+    tables = {"bugs": bugs_table, "models": models_table, "scenarios": scenarios_table,
+              "detectors": detectors_table}
+    if args.what not in tables:
+        raise unknown_choice("list", args.what, LISTS)
+    table = tables[args.what]()
+    print(table.to_string(index=False) if len(table) else f"(no {args.what})")
+    return 0
+
+
+def bug_card(bug_id: str) -> str:
+    """The full card of one bug: metadata, symptom, BUGGY and FIXED snippets, explanation."""
+    b = get_bug(bug_id)
+    wrap = lambda text: textwrap.fill(text, 96, initial_indent="  ", subsequent_indent="  ")  # noqa: E731
+    return "\n".join([
+        f"{b.id} — {b.title}",
+        f"  category: {b.category}   {'LOUD (crashes or hangs)' if b.loud else 'silent'}",
+        f"  models:   {', '.join(b.models)}",
+        f"  onset:    {b.onset}",
+        f"  check:    {b.symptom.metric} {b.symptom.direction} than clean runs",
+        "", "SYMPTOM", wrap(b.symptom.description),
+        "", "BUGGY", textwrap.indent(b.buggy, "  "),
+        "", "FIXED", textwrap.indent(b.fixed, "  "),
+        "", "WHY", wrap(b.explanation),
+    ])
+
+
+def show_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="bugzoo show", description="Show one bug's card.")
+    parser.add_argument("bug")
+    print(bug_card(parser.parse_args(argv).bug))
+    return 0

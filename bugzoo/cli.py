@@ -1,0 +1,57 @@
+"""The ``bugzoo`` command line: one verb per job.
+
+``bugzoo run`` is a Hydra application (overrides, ``-m`` multirun, launchers); the other verbs
+use argparse. Bad input ends with a one-line error and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from bugzoo.errors import UsageError
+
+# verb -> ("module:function", one-line help). Each function takes the argv after the verb.
+VERBS: dict[str, tuple[str, str]] = {
+    "run": ("bugzoo.harness.app:main", "train one run (Hydra overrides; -m for a sweep)"),
+    "list": ("bugzoo.catalogue:list_main", "list bugs, models, scenarios or detectors"),
+    "show": ("bugzoo.catalogue:show_main", "show one bug: metadata, BUGGY and FIXED code"),
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bugzoo", description="A benchmark suite of planted PyTorch training bugs.")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    for verb, (_, help_text) in VERBS.items():
+        sub.add_parser(verb, help=help_text, add_help=False)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if not argv or argv[0] in ("-h", "--help"):
+        _parser().print_help()
+        return 0 if argv else 2
+    verb, rest = argv[0], argv[1:]
+    if verb not in VERBS:
+        from bugzoo.errors import unknown_choice
+
+        print(f"bugzoo: error: {unknown_choice('command', verb, VERBS)}", file=sys.stderr)
+        return 2
+    module, func = VERBS[verb][0].split(":")
+    try:
+        return int(getattr(importlib.import_module(module), func)(rest) or 0)
+    except UsageError as e:
+        print(f"bugzoo {verb}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"bugzoo {verb}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

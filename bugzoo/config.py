@@ -1,0 +1,109 @@
+"""Hydra composition: conf/ building blocks plus scenarios/ registered as the ``scenario`` group.
+
+Scenarios are loaded from ``scenarios/*.yaml`` into Hydra's ConfigStore (group ``scenario``,
+package ``_global_``) instead of being put on the search path, because a search-path group
+breaks ``-m 'scenario=glob(*)'`` in hydra-core 1.3 (Hydra issue #1942).
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from pathlib import Path
+
+import yaml
+from hydra import compose, initialize_config_dir
+from hydra.core.config_store import ConfigStore
+from hydra.core.global_hydra import GlobalHydra
+from omegaconf import DictConfig, OmegaConf
+
+from bugzoo.errors import UsageError, unknown_choice
+
+ROOT = Path(os.environ.get("BUGZOO_ROOT", Path(__file__).resolve().parents[1]))
+CONF_DIR = ROOT / "conf"
+SCENARIO_DIR = ROOT / "scenarios"
+
+
+def group_choices(group: str) -> list[str]:
+    """Config names available in a conf/ group (``model``, ``data``, ``bug``, ...)."""
+    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
+
+
+def load_scenario_file(path: Path) -> dict:
+    """Parse one scenario YAML; a malformed file raises a UsageError naming it."""
+    try:
+        node = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise UsageError(f"malformed scenario file {path}{where}: "
+                         f"{getattr(e, 'problem', None) or e}") from None
+    if not isinstance(node, dict) or node.get("scenario") != path.stem:
+        raise UsageError(f"malformed scenario file {path}: it must be a mapping with "
+                         f"'scenario: {path.stem}'")
+    return node
+
+
+@cache
+def scenarios() -> dict[str, dict]:
+    """Every scenario id -> its parsed YAML, registered once into Hydra's ConfigStore."""
+    found = {p.stem: load_scenario_file(p) for p in sorted(SCENARIO_DIR.glob("*.yaml"))}
+    store = ConfigStore.instance()
+    for name, node in found.items():
+        store.store(group="scenario", name=name, node=node, package="_global_")
+    return found
+
+
+def scenario_id(model: str, bug: str | None) -> str:
+    return f"{model}-{bug or 'clean'}"
+
+
+def validate_overrides(overrides: list[str]) -> None:
+    """Check group choices before Hydra sees them, so mistakes get a "did you mean"."""
+    choices = {"model": group_choices("model"), "data": group_choices("data"),
+               "bug": group_choices("bug"), "harness": group_choices("harness"),
+               "optim": group_choices("optim"), "scenario": sorted(scenarios())}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        key = key.lstrip("+~")
+        if not sep or key not in choices or value in ("null", "") or "(" in value or "," in value:
+            continue
+        if value not in choices[key]:
+            raise unknown_choice(key, value, choices[key])
+
+
+def compose_run(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
+    """Compose the run config from conf/, scenarios/ and command-line style overrides."""
+    overrides = list(overrides)
+    scenarios()
+    validate_overrides(overrides)
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=overrides)
+    check_run_config(cfg)
+    return cfg
+
+
+def check_run_config(cfg: DictConfig) -> None:
+    """Reject settings no run can use, and bugs planted in models they do not apply to."""
+    from bugzoo.bugs import check_applies, get_bug
+
+    h = cfg.harness
+    for key in ("steps", "eval_interval", "batch_size", "eval_batch_size", "threads"):
+        value = h[key]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise UsageError(f"harness.{key} must be a positive integer, got {value!r}")
+    if h.steps > 1_000_000:
+        raise UsageError(f"harness.steps={h.steps} is absurd (at most 1000000)")
+    if not isinstance(cfg.seed, int) or isinstance(cfg.seed, bool) or not 0 <= cfg.seed < 2**32:
+        raise UsageError(f"seed must be an integer in [0, 2**32), got {cfg.seed!r}")
+    if h.precision not in ("fp32", "fp16", "bf16"):
+        raise unknown_choice("harness.precision", h.precision, ["fp32", "fp16", "bf16"])
+    if h.device not in ("auto", "cpu", "cuda") and not str(h.device).startswith("cuda:"):
+        raise unknown_choice("harness.device", h.device, ["auto", "cpu", "cuda"])
+    if cfg.get("bug") is not None:
+        check_applies(get_bug(cfg.bug.id), cfg.model.name)
+
+
+def resolved(cfg: DictConfig) -> dict:
+    return OmegaConf.to_container(cfg, resolve=True)

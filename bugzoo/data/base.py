@@ -1,0 +1,114 @@
+"""Shared data containers: splits, the dataset bundle, batching and normalisation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+
+import torch
+from torch import Tensor
+
+
+@dataclass
+class Split:
+    """One split of a dataset: inputs, integer labels and, for sequences, true lengths."""
+
+    x: Tensor
+    y: Tensor
+    lengths: Tensor | None = None
+
+    def __len__(self) -> int:
+        return len(self.y)
+
+    def subset(self, index: Tensor) -> Split:
+        lengths = None if self.lengths is None else self.lengths[index]
+        return Split(self.x[index], self.y[index], lengths)
+
+    def inputs(self, index: Tensor | slice) -> tuple[Tensor, ...]:
+        """The model inputs for some rows; sequences are trimmed to the longest row."""
+        x = self.x[index]
+        if self.lengths is None:
+            return (x,)
+        lengths = self.lengths[index]
+        return (x[:, : int(lengths.max())], lengths)
+
+
+@dataclass
+class DataBundle:
+    """A dataset with its three splits. ``holdout`` is never shown to the training loop."""
+
+    name: str
+    num_classes: int
+    train: Split
+    val: Split
+    holdout: Split
+    pad_id: int | None = None
+    vocab_size: int | None = None
+    norm_dims: tuple[int, ...] | None = None  # dims to standardise over; None: raw tokens
+    info: dict = field(default_factory=dict)
+
+    def with_splits(self, **splits: Split) -> DataBundle:
+        return replace(self, **splits)
+
+
+@dataclass
+class Batch:
+    """A training or evaluation batch: ``inputs`` go to the model, ``y`` to the loss."""
+
+    inputs: tuple[Tensor, ...]
+    y: Tensor
+
+    def to(self, device: torch.device) -> Batch:
+        return Batch(tuple(t.to(device) for t in self.inputs), self.y.to(device))
+
+
+class BatchLoader:
+    """Iterates over a split in batches; reshuffles every epoch from its own generator.
+
+    Index-based batching keeps per-batch cost tiny (one gather), unlike per-sample collation.
+    """
+
+    def __init__(self, split: Split, batch_size: int, shuffle: bool, seed: int = 0,
+                 drop_last: bool = False):
+        self.split = split
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.drop_last = drop_last
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def __len__(self) -> int:
+        n = len(self.split)
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def __iter__(self) -> Iterator[Batch]:
+        n = len(self.split)
+        order = torch.randperm(n, generator=self.generator) if self.shuffle else torch.arange(n)
+        for start in range(0, n, self.batch_size):
+            index = order[start : start + self.batch_size]
+            if self.drop_last and len(index) < self.batch_size:
+                break
+            yield Batch(self.split.inputs(index), self.split.y[index])
+
+
+def forever(loader: BatchLoader) -> Iterator[Batch]:
+    """Cycle through a loader epoch after epoch."""
+    while True:
+        yield from loader
+
+
+@dataclass(frozen=True)
+class Normalization:
+    """Per-feature (or per-channel) mean and std used to standardise inputs."""
+
+    mean: Tensor
+    std: Tensor
+
+    def apply(self, split: Split) -> Split:
+        return replace(split, x=(split.x - self.mean) / self.std)
+
+
+def fit_normalization(x: Tensor, reduce_dims: tuple[int, ...]) -> Normalization:
+    """Mean and std of ``x`` over ``reduce_dims`` (kept for broadcasting)."""
+    mean = x.mean(dim=reduce_dims, keepdim=True)
+    std = x.std(dim=reduce_dims, keepdim=True).clamp_min(1e-6)
+    return Normalization(mean.squeeze(0), std.squeeze(0))

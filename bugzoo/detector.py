@@ -1,0 +1,129 @@
+"""The detector plug-in interface: what a debugging tool implements to be benchmarked.
+
+Lifecycle, in the spirit of scikit-learn estimators:
+
+* ``__init__(**params)`` only stores parameters;
+* ``setup(run)`` receives the live :class:`RunView` and creates all state; it may register
+  hooks (use :meth:`Detector.hook` so they are timed, isolated and removed);
+* ``observe(obs)`` is called once per step and returns the alarms raised at that step;
+* ``teardown()`` removes everything the detector attached.
+
+Detectors are discovered through the entry-point group ``bugzoo.detectors``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils.hooks import RemovableHandle
+
+from bugzoo.bugs.base import CATEGORIES
+from bugzoo.errors import unknown_choice
+from bugzoo.telemetry import Observation
+
+ENTRY_POINT_GROUP = "bugzoo.detectors"
+
+
+@dataclass(frozen=True)
+class Alarm:
+    """A detector's claim that something is wrong, from ``step`` on."""
+
+    step: int
+    symptom: str
+    category: str  # one of bugzoo.bugs.CATEGORIES, or "unknown"
+    message: str
+
+
+@dataclass
+class RunView:
+    """The live run as a detector sees it. Nothing here names the planted bug."""
+
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    loss_fn: nn.Module
+    train_loader: Any
+    val_loader: Any
+    device: torch.device
+    num_classes: int
+    steps: int
+    model_name: str
+    dataset: str
+    lr_scheduler: Any = None
+    extra: dict = field(default_factory=dict)
+
+
+class Detector:
+    """Base class for detectors. Subclasses override ``setup``, ``observe`` and maybe others."""
+
+    name: str = "detector"
+
+    def setup(self, run: RunView) -> None:
+        self.run = run
+        self.handles: list[RemovableHandle] = []
+        self.pending: list[Alarm] = []
+        self.hook_seconds = 0.0
+        self.hook_errors: list[str] = []
+
+    def observe(self, obs: Observation) -> list[Alarm]:
+        """Look at one step; return the alarms raised (including any queued by hooks)."""
+        return self.flush()
+
+    def teardown(self) -> None:
+        """Remove every hook registered through :meth:`hook`."""
+        for handle in getattr(self, "handles", []):
+            handle.remove()
+        self.handles = []
+
+    # ------------------------------------------------------------------ helpers
+    def alarm(self, step: int, symptom: str, category: str, message: str) -> Alarm:
+        if category not in CATEGORIES and category != "unknown":
+            raise ValueError(f"alarm category {category!r} not in {CATEGORIES} or 'unknown'")
+        return Alarm(int(step), symptom, category, message)
+
+    def queue(self, alarm: Alarm) -> None:
+        """Keep an alarm raised inside a hook until the next ``observe``."""
+        self.pending.append(alarm)
+
+    def flush(self) -> list[Alarm]:
+        out, self.pending = self.pending, []
+        return out
+
+    def hook(self, register: Callable[[Callable], RemovableHandle], fn: Callable) -> None:
+        """Register ``fn`` through ``register`` (e.g. ``module.register_forward_hook``).
+
+        The hook's time is charged to this detector and an exception inside it is recorded
+        instead of breaking the training step.
+        """
+
+        def guarded(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            except Exception as e:  # a detector must never sink the run
+                self.hook_errors.append(f"{type(e).__name__}: {e}")
+                return None
+            finally:
+                self.hook_seconds += time.perf_counter() - t0
+
+        self.handles.append(register(guarded))
+
+
+def detector_names() -> list[str]:
+    """Names of every installed detector, read from entry points without importing them."""
+    return sorted({ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)})
+
+
+def load_detector(name: str, **params) -> Detector:
+    """Import and instantiate one detector by its entry-point name."""
+    eps = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    if name not in eps:
+        raise unknown_choice("detector", name, eps)
+    detector = eps[name].load()(**params)
+    detector.name = name
+    return detector

@@ -1,0 +1,19 @@
+"""User-facing errors: one line, exit code 2, no traceback (see ``bugzoo.cli``)."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class UsageError(Exception):
+    """Bad input from the user: unknown id, wrong value, unusable folder, malformed file."""
+
+
+def unknown_choice(kind: str, value: object, choices: Iterable[str]) -> UsageError:
+    """An error for ``value`` not among ``choices``, with a "did you mean" when one is close."""
+    choices = sorted(choices)
+    close = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.6)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    shown = ", ".join(choices) if len(choices) <= 40 else ", ".join(choices[:40]) + ", ..."
+    return UsageError(f"unknown {kind} '{value}'{hint} (valid: {shown})")

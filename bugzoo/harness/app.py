@@ -1,0 +1,80 @@
+"""``bugzoo run``: the Hydra application that trains one run (or a ``-m`` sweep of runs).
+
+Each job composes conf/ + scenario + overrides, trains with the selected detectors watching,
+and writes its folder under ``<harness.out_dir>/<harness.sweep>/<scenario>/seed<k>/``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import hydra
+from omegaconf import DictConfig
+
+from bugzoo.config import CONF_DIR, check_run_config, compose_run, scenarios
+from bugzoo.detector import load_detector
+from bugzoo.errors import UsageError
+from bugzoo.harness.runner import execute_and_store
+from bugzoo.harness.store import ensure_writable
+
+
+def format_summary(summary: dict, path: str) -> str:
+    """A one-screen summary of a finished run."""
+
+    def fmt(key: str) -> str:
+        value = summary.get(key)
+        return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+    lines = [
+        f"run       {summary['scenario']}  seed={summary['seed']}  steps={summary['steps']}"
+        f"  device={summary['device']}",
+        f"outcome   {summary['outcome']}" + (f"  ({summary['error']})" if summary["error"] else ""),
+        f"loss      initial {fmt('initial_loss')} (log C = {fmt('expected_initial_loss')})"
+        f"  final {fmt('final_loss')}",
+        f"accuracy  val {fmt('final_val_acc')}  holdout {fmt('holdout_acc')}",
+        f"grad norm median {fmt('median_grad_norm')}  max {fmt('max_grad_norm')}"
+        f"   non-finite: {fmt('nonfinite')}",
+        f"time      {fmt('wall_s')} s",
+    ]
+    for name, status in summary.get("detectors", {}).items():
+        state = f"error: {status['error']}" if status["error"] else f"{status['alarms']} alarms"
+        lines.append(f"detector  {name}: {state}, overhead {status['overhead']:.1%}")
+    lines.append(f"saved     {path}")
+    return "\n".join(lines)
+
+
+def run_job(cfg: DictConfig) -> dict:
+    check_run_config(cfg)
+    root = ensure_writable(cfg.harness.out_dir)
+    detectors = [load_detector(name, **(params or {}))
+                 for name, params in (cfg.get("detector") or {}).items()]
+    result, path = execute_and_store(cfg, root, cfg.harness.get("sweep", "single"), detectors)
+    print(format_summary(result.summary, path))
+    return result.summary
+
+
+@hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
+def _hydra_entry(cfg: DictConfig) -> None:
+    try:
+        run_job(cfg)
+    except UsageError as e:
+        print(f"bugzoo run: error: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
+def main(argv: list[str]) -> int:
+    """Validate the overrides up front (one-line errors), then hand over to Hydra."""
+    scenarios()
+    multirun = any(a in ("-m", "--multirun") for a in argv)
+    if not multirun and not any(a.startswith("-") for a in argv):
+        compose_run(argv)  # raises UsageError on unknown ids or bad values
+    saved = sys.argv
+    sys.argv = ["bugzoo run", *argv]
+    try:
+        _hydra_entry()
+    finally:
+        sys.argv = saved
+    return 0
+
+
+

@@ -1,0 +1,98 @@
+"""The results store: one folder per run, written atomically.
+
+Layout: ``<root>/<sweep>/<scenario>/seed<k>/`` holding ``config.yaml``, ``trace.parquet``,
+``alarms.parquet`` and ``summary.json``. A run folder is first written under a temporary name
+and then renamed, so a reader (or a resumed sweep) sees either a complete run or none.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from bugzoo.errors import UsageError
+
+ALARM_COLUMNS = ["detector", "step", "symptom", "category", "message"]
+
+
+def run_dir(root: Path, sweep: str, scenario: str, seed: int) -> Path:
+    return Path(root) / sweep / scenario / f"seed{seed}"
+
+
+def ensure_writable(root: Path) -> Path:
+    """Create ``root`` if needed and prove it is writable, else raise a UsageError."""
+    root = Path(root)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=root, prefix=".probe-"):
+            pass
+    except OSError as e:
+        raise UsageError(f"results folder {root} is not writable ({e.strerror or e})") from None
+    return root
+
+
+def _clean(value):
+    """JSON-safe: NaN and infinities become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    return value
+
+
+def write_run(final: Path, config: dict, trace: pd.DataFrame, alarms: pd.DataFrame,
+              summary: dict) -> Path:
+    """Write one run's files into a temporary sibling folder, then rename it into place."""
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.tmp-"))
+    try:
+        (tmp / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+        trace.to_parquet(tmp / "trace.parquet", index=False)
+        alarms.reindex(columns=ALARM_COLUMNS).to_parquet(tmp / "alarms.parquet", index=False)
+        (tmp / "summary.json").write_text(json.dumps(_clean(summary), indent=2))
+        for f in tmp.iterdir():
+            with open(f, "rb") as fh:
+                os.fsync(fh.fileno())
+        if final.exists():  # a deliberate rerun replaces the old run
+            old = final.with_name(f".{final.name}.old-{os.getpid()}")
+            final.rename(old)
+            tmp.rename(final)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            tmp.rename(final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final
+
+
+def is_complete(path: Path) -> bool:
+    return (Path(path) / "summary.json").is_file()
+
+
+def read_summary(path: Path) -> dict:
+    return json.loads((Path(path) / "summary.json").read_text())
+
+
+def read_trace(path: Path) -> pd.DataFrame:
+    return pd.read_parquet(Path(path) / "trace.parquet")
+
+
+def read_alarms(path: Path) -> pd.DataFrame:
+    return pd.read_parquet(Path(path) / "alarms.parquet")
+
+
+def iter_runs(sweep_dir: Path):
+    """Every complete run folder under a sweep folder."""
+    for summary in sorted(Path(sweep_dir).glob("*/seed*/summary.json")):
+        yield summary.parent

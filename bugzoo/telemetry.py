@@ -1,0 +1,119 @@
+"""Per-step telemetry: the Observation handed to detectors and the trace row stored per run.
+
+Everything is computed with a few fused tensor ops and read back with a single ``tolist()``
+per step (one device sync on GPU), so telemetry stays cheap.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+from dataclasses import asdict, dataclass, field
+
+import torch
+from torch import nn
+
+PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20 if hasattr(os, "sysconf") else 0.0
+
+
+@dataclass
+class Observation:
+    """What a detector sees at one training step."""
+
+    step: int
+    loss: float
+    lr: float
+    grad_norm: float
+    param_norm: float
+    update_norm: float
+    update_ratio: float
+    nonfinite_loss: bool
+    nonfinite_grads: int
+    zero_grad_frac: float
+    step_s: float
+    data_s: float
+    elapsed_s: float
+    rss_mb: float
+    cuda_mb: float
+    scale: float | None
+    training: bool
+    val_loss: float | None = None
+    val_acc: float | None = None
+    layer_grad_norms: dict[str, float] = field(default_factory=dict)
+
+    def row(self) -> dict:
+        """The trace row: every scalar field (per-layer norms stay in the Observation)."""
+        row = asdict(self)
+        del row["layer_grad_norms"]
+        return row
+
+
+# Columns that measure time or memory: they legitimately differ between identical runs.
+TIMING_COLUMNS = ("step_s", "data_s", "elapsed_s", "rss_mb", "cuda_mb")
+
+
+def rss_mb() -> float:
+    """Resident set size of this process in MiB (peak RSS where /proc is unavailable)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * PAGE_MB
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class Telemetry:
+    """Measures gradients, parameters and updates of one model, step after step."""
+
+    def __init__(self, model: nn.Module):
+        self.named = [(n, p) for n, p in model.named_parameters()]
+        self.previous = [p.detach().clone() for _, p in self.named]
+        self.grad_stats = torch.zeros(0)
+        self.grad_names: list[str] = []
+
+    def measure_gradients(self) -> None:
+        """Record gradient statistics; call after backward (and unscaling), before the step."""
+        with_grad = [(n, p.grad) for n, p in self.named if p.grad is not None]
+        self.grad_names = [n for n, _ in with_grad]
+        if not with_grad:
+            self.grad_stats = torch.zeros(3)
+            return
+        grads = [g.detach() for _, g in with_grad]
+        flat = torch.cat([g.reshape(-1).float() for g in grads])
+        layer_norms = torch.stack(torch._foreach_norm(grads)).float()
+        self.grad_stats = torch.cat([
+            torch.linalg.vector_norm(layer_norms).reshape(1),
+            (~torch.isfinite(flat)).sum().reshape(1).float(),
+            (flat == 0).float().mean().reshape(1),
+            layer_norms,
+        ])
+
+    def measure_update(self) -> torch.Tensor:
+        """Parameter norm and update norm since the previous call; call after the step."""
+        params = [p.detach() for _, p in self.named]
+        param_norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(params)))
+        update_norm = torch.linalg.vector_norm(
+            torch.stack(torch._foreach_norm(torch._foreach_sub(params, self.previous))))
+        torch._foreach_copy_(self.previous, params)
+        return torch.stack([param_norm.float(), update_norm.float()])
+
+    def observe(self, step: int, loss: torch.Tensor, **context) -> Observation:
+        """Assemble one Observation; ``context`` carries the loop's scalars (lr, timings, ...)."""
+        update = self.measure_update()
+        values = torch.cat([loss.detach().float().reshape(1).cpu(), update.cpu(),
+                            self.grad_stats.cpu()]).tolist()
+        loss_value, param_norm, update_norm = values[:3]
+        grad_norm, nonfinite, zero_frac, *layers = values[3:] or [0.0, 0.0, 0.0]
+        return Observation(
+            step=step,
+            loss=loss_value,
+            grad_norm=grad_norm,
+            param_norm=param_norm,
+            update_norm=update_norm,
+            update_ratio=update_norm / param_norm if param_norm > 0 else 0.0,
+            nonfinite_loss=not (abs(loss_value) < float("inf")),
+            nonfinite_grads=int(nonfinite),
+            zero_grad_frac=zero_frac,
+            rss_mb=rss_mb(),
+            layer_grad_norms=dict(zip(self.grad_names, layers, strict=True)),
+            **context,
+        )

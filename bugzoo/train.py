@@ -1,0 +1,258 @@
+"""The clean training loop.
+
+``Trainer`` builds a run's parts (data, model, optimizer, schedule, loss, loaders) and trains
+it, recording one Observation per step. Each build step and each piece of the loop is a small
+method, so a planted bug (``bugzoo.bugs``) can replace exactly one of them; ``fit`` reads top
+to bottom.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+
+import numpy as np
+import pandas as pd
+import torch
+from omegaconf import DictConfig
+from torch import Tensor, nn
+
+from bugzoo.bugs.base import Bug
+from bugzoo.data import Batch, BatchLoader, DataBundle, load_dataset
+from bugzoo.data.base import fit_normalization, forever
+from bugzoo.models import build_model
+from bugzoo.telemetry import Observation, Telemetry
+
+Observer = Callable[[Observation], None]
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy and torch (CPU and CUDA) RNGs."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto`` picks CUDA when present, else CPU."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+@torch.no_grad()
+def measure(model: nn.Module, split, device: torch.device, batch_size: int = 500
+            ) -> tuple[float, float]:
+    """Mean cross-entropy and accuracy of ``model`` on a split, in eval mode (clean code)."""
+    was_training = model.training
+    model.eval()
+    total_loss, correct = 0.0, 0
+    for batch in BatchLoader(split, batch_size, shuffle=False):
+        batch = batch.to(device)
+        logits = model(*batch.inputs).float()
+        total_loss += nn.functional.cross_entropy(logits, batch.y, reduction="sum").item()
+        correct += (logits.argmax(-1) == batch.y).sum().item()
+    model.train(was_training)
+    return total_loss / len(split), correct / len(split)
+
+
+class Trainer:
+    """One training run of one model on one dataset, optionally with a planted bug."""
+
+    def __init__(self, cfg: DictConfig, bug: Bug | None = None):
+        self.cfg = cfg
+        self.bug = bug
+        self.seed = int(cfg.seed)
+        self.steps = int(cfg.harness.steps)
+        self.onset = int(cfg.bug.onset) if bug is not None else self.steps
+        self.device = resolve_device(cfg.harness.device)
+        self.step = 0
+        self.rank, self.world_size = 0, 1
+        if bug is not None:
+            bug.before_build(self)
+
+    # ----------------------------------------------------------------- building the run
+    def build(self) -> Trainer:
+        seed_everything(self.seed)
+        self.data = self.normalize(self.load_data())
+        self.model = self.build_model().to(self.device)
+        self.optimizer = self.build_optimizer()
+        self.scheduler = self.build_scheduler()
+        self.loss_fn = self.build_loss()
+        self.scaler = self.build_scaler()
+        self.train_loader, self.val_loader = self.build_loaders()
+        if self.bug is not None:
+            self.bug.after_build(self)
+        self.telemetry = Telemetry(self.model)
+        return self
+
+    def load_data(self) -> DataBundle:
+        return load_dataset(self.cfg.data.name, seed=self.cfg.data.seed, **self.cfg.data.params)
+
+    def normalize(self, data: DataBundle) -> DataBundle:
+        """Standardise every split with statistics of the training split only."""
+        if data.norm_dims is None:
+            return data
+        norm = fit_normalization(data.train.x, data.norm_dims)
+        return data.with_splits(train=norm.apply(data.train), val=norm.apply(data.val),
+                                holdout=norm.apply(data.holdout))
+
+    def build_model(self) -> nn.Module:
+        return build_model(self.cfg.model.name, self.data, **self.cfg.model.params)
+
+    def build_optimizer(self) -> torch.optim.Optimizer:
+        o = self.cfg.optim
+        return torch.optim.AdamW(self.model.parameters(), lr=o.lr, betas=tuple(o.betas),
+                                 eps=o.eps, weight_decay=o.weight_decay)
+
+    def build_scheduler(self) -> torch.optim.lr_scheduler.LRScheduler | None:
+        """Linear warm-up then cosine decay (``schedule: cosine``) or nothing (``constant``)."""
+        o = self.cfg.optim
+        if o.schedule == "constant":
+            return None
+        warmup, total = int(o.warmup_steps), self.steps
+
+        def factor(step: int) -> float:
+            if step < warmup:
+                return (step + 1) / warmup
+            progress = (step - warmup) / max(1, total - warmup)
+            return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+        return torch.optim.lr_scheduler.LambdaLR(self.optimizer, factor)
+
+    def build_loss(self) -> nn.Module:
+        return nn.CrossEntropyLoss()
+
+    def build_scaler(self) -> torch.amp.GradScaler | None:
+        if self.cfg.harness.precision == "fp16" and self.cfg.optim.grad_scaler:
+            return torch.amp.GradScaler(self.device.type)
+        return None
+
+    def build_loaders(self) -> tuple[BatchLoader, BatchLoader]:
+        h = self.cfg.harness
+        train = BatchLoader(self.data.train, h.batch_size, shuffle=True, seed=self.seed,
+                            drop_last=True)
+        val = BatchLoader(self.data.val, h.eval_batch_size, shuffle=False)
+        return train, val
+
+    # ----------------------------------------------------------------- pieces of one step
+    def autocast(self):
+        precision = self.cfg.harness.precision
+        if precision == "fp32":
+            return nullcontext()
+        dtype = torch.float16 if precision == "fp16" else torch.bfloat16
+        return torch.autocast(self.device.type, dtype=dtype)
+
+    def next_batch(self) -> Batch:
+        t0 = time.perf_counter()
+        batch = next(self.batches).to(self.device)
+        self.data_s += time.perf_counter() - t0
+        return batch
+
+    def zero_grad(self) -> None:
+        self.optimizer.zero_grad(set_to_none=True)
+
+    def forward(self, batch: Batch) -> Tensor:
+        return self.model(*batch.inputs)
+
+    def compute_loss(self, logits: Tensor, y: Tensor) -> Tensor:
+        return self.loss_fn(logits, y)
+
+    def backward(self, loss: Tensor) -> None:
+        (self.scaler.scale(loss) if self.scaler else loss).backward()
+
+    def unscale_gradients(self) -> None:
+        if self.scaler:
+            self.scaler.unscale_(self.optimizer)
+
+    def clip_gradients(self) -> None:
+        if self.cfg.optim.clip_norm:
+            nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.optim.clip_norm)
+
+    def optimizer_step(self) -> None:
+        if self.scaler:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            self.optimizer.step()
+
+    def scheduler_step(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.step()
+
+    def train_step(self) -> Tensor:
+        """Forward and backward over ``accumulate`` micro-batches; returns the mean loss."""
+        accumulate = int(self.cfg.optim.accumulate)
+        self.zero_grad()
+        total = torch.zeros((), device=self.device)
+        for _ in range(accumulate):
+            batch = self.next_batch()
+            with self.autocast():
+                loss = self.compute_loss(self.forward(batch), batch.y) / accumulate
+            self.backward(loss)
+            total += loss.detach().float()
+        return total
+
+    def is_eval_step(self) -> bool:
+        return (self.step + 1) % self.cfg.harness.eval_interval == 0 or self.step + 1 == self.steps
+
+    def evaluate(self) -> tuple[float, float]:
+        """Validation loss and accuracy under ``model.eval()`` and ``no_grad``, then back to train."""
+        self.model.eval()
+        total_loss, correct, count = 0.0, 0, 0
+        with torch.no_grad():
+            for batch in self.val_loader:
+                batch = batch.to(self.device)
+                with self.autocast():
+                    logits = self.forward(batch)
+                total_loss += nn.functional.cross_entropy(
+                    logits.float(), batch.y, reduction="sum").item()
+                correct += (logits.argmax(-1) == batch.y).sum().item()
+                count += len(batch.y)
+        self.model.train()
+        return total_loss / count, correct / count
+
+    def lr(self) -> float:
+        return self.optimizer.param_groups[0]["lr"]
+
+    # ----------------------------------------------------------------- the loop
+    def fit(self, observers: Sequence[Observer] = (), rows: list[dict] | None = None
+            ) -> pd.DataFrame:
+        """Train for ``steps`` optimizer steps; returns the trace (one row per step).
+
+        Rows are appended to ``rows`` as they are made, so a caller keeps the partial trace of
+        a run that crashes.
+        """
+        self.model.train()
+        self.batches = forever(self.train_loader)
+        rows = [] if rows is None else rows
+        start = time.perf_counter()
+        for self.step in range(self.steps):
+            t0 = time.perf_counter()
+            self.data_s = 0.0
+            lr = self.lr()
+            training = self.model.training
+            loss = self.train_step()
+            self.unscale_gradients()
+            self.telemetry.measure_gradients()
+            self.clip_gradients()
+            self.optimizer_step()
+            self.scheduler_step()
+            val_loss, val_acc = self.evaluate() if self.is_eval_step() else (None, None)
+            now = time.perf_counter()
+            obs = self.telemetry.observe(
+                self.step, loss, lr=lr, training=training, val_loss=val_loss, val_acc=val_acc,
+                step_s=now - t0, data_s=self.data_s, elapsed_s=now - start,
+                cuda_mb=self.cuda_mb(), scale=self.scaler.get_scale() if self.scaler else None)
+            rows.append(obs.row())
+            for observe in observers:
+                observe(obs)
+        return pd.DataFrame(rows)
+
+    def cuda_mb(self) -> float:
+        if self.device.type != "cuda":
+            return 0.0
+        return torch.cuda.memory_allocated(self.device) / 2**20
