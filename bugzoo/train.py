@@ -230,7 +230,8 @@ class Trainer:
         self.batches = forever(self.train_loader)
         rows = [] if rows is None else rows
         start = time.perf_counter()
-        for self.step in range(self.steps):
+        for step in range(self.steps):
+            self.step = step
             t0 = time.perf_counter()
             self.data_s = 0.0
             lr = self.lr()
