@@ -32,6 +32,16 @@ class RunResult:
     detector_status: dict = field(default_factory=dict)
 
 
+def run_scenario_id(cfg: DictConfig) -> str:
+    """``<model>-<bug>`` / ``<model>-clean``; the clean control of a buggy scenario (its
+    settings with the bug removed) is ``<scenario>.control``."""
+    derived = scenario_id(cfg.model.name, cfg.bug.id if cfg.get("bug") else None)
+    named = cfg.get("scenario")
+    if not named or named == derived:
+        return derived
+    return f"{named}.control" if cfg.get("bug") is None else named
+
+
 def run_view(trainer: Trainer) -> RunView:
     """The detector-facing view of a built trainer (no bug identity in it)."""
     return RunView(model=trainer.model, optimizer=trainer.optimizer, loss_fn=trainer.loss_fn,
@@ -104,7 +114,7 @@ def execute(cfg: DictConfig, detectors: list[Detector] = ()) -> RunResult:
         summary.update(holdout_loss=holdout_loss, holdout_acc=holdout_acc,
                        val_holdout_gap=summary["final_val_acc"] - holdout_acc)
     summary.update(
-        scenario=cfg.get("scenario") or scenario_id(cfg.model.name, bug.id if bug else None),
+        scenario=run_scenario_id(cfg),
         model=cfg.model.name, data=cfg.data.name, bug=bug.id if bug else None,
         category=bug.category if bug else None, loud=bug.loud if bug else False,
         onset=trainer.onset if bug else None, seed=int(cfg.seed), steps=trainer.steps,
