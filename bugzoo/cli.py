@@ -18,6 +18,9 @@ VERBS: dict[str, tuple[str, str]] = {
     "run": ("bugzoo.harness.app:main", "train one run (Hydra overrides; -m for a sweep)"),
     "list": ("bugzoo.catalogue:list_main", "list bugs, models, scenarios or detectors"),
     "show": ("bugzoo.catalogue:show_main", "show one bug: metadata, BUGGY and FIXED code"),
+    "bench": ("bugzoo.harness.bench:main", "sweep scenarios x seeds with detectors, then score"),
+    "score": ("bugzoo.scoring:main", "recompute the leaderboard of a stored sweep"),
+    "check": ("bugzoo.conformance:main", "run the conformance suite on one detector"),
 }
 
 

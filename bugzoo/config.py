@@ -102,7 +102,18 @@ def check_run_config(cfg: DictConfig) -> None:
     if h.device not in ("auto", "cpu", "cuda") and not str(h.device).startswith("cuda:"):
         raise unknown_choice("harness.device", h.device, ["auto", "cpu", "cuda"])
     if cfg.get("bug") is not None:
-        check_applies(get_bug(cfg.bug.id), cfg.model.name)
+        bug = get_bug(cfg.bug.id)
+        check_applies(bug, cfg.model.name)
+        if "cuda" in bug.requires and not _cuda_device(str(h.device)):
+            raise UsageError(f"bug '{bug.id}' requires CUDA and this run has no CUDA device "
+                             f"(harness.device={h.device}): skipped")
+
+
+def _cuda_device(device: str) -> bool:
+    """Whether a run on ``device`` would use CUDA."""
+    import torch
+
+    return device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
 
 
 def resolved(cfg: DictConfig) -> dict:

@@ -53,6 +53,7 @@ def summarize(trace: pd.DataFrame, num_classes: int) -> dict:
         "final_param_norm": float(trace["param_norm"].iloc[-1]),
         "final_lr": float(trace["lr"].iloc[-1]),
         "max_lr": float(trace["lr"].max()),
+        "mean_lr": float(trace["lr"].mean()),
         "train_mode_frac": float(trace["training"].mean()),
         "peak_rss_mb": float(trace["rss_mb"].max()),
         "rss_growth_mb": float(trace["rss_mb"].tail(10).median() - trace["rss_mb"].head(10).median()),

@@ -57,6 +57,15 @@ def compare(metric: str, direction: str, buggy: list, clean: list) -> tuple[floa
     return float(p), median(finite_b) - median(finite_c)
 
 
+def _measure(overrides: list[str], seed: int, metric: str, direction: str):
+    """The metric of one run; for ``"varies"``, whether two runs with the same seed differ."""
+    cfg = compose_run([*overrides, f"seed={seed}"])
+    value = execute(cfg).summary.get(metric)
+    if direction != "varies":
+        return value
+    return value != execute(compose_run([*overrides, f"seed={seed}"])).summary.get(metric)
+
+
 def check_symptom(overrides: list[str], seeds: list[int], extra: list[str] = ()) -> SymptomResult:
     """Run the buggy configuration and its clean control over ``seeds`` and compare them."""
     base = [*overrides, *extra]
@@ -65,9 +74,10 @@ def check_symptom(overrides: list[str], seeds: list[int], extra: list[str] = ())
     metric, direction = bug.symptom.metric, bug.symptom.direction
     buggy, clean = [], []
     for seed in seeds:
-        buggy.append(execute(compose_run([*base, f"seed={seed}"])).summary.get(metric))
-        clean.append(execute(compose_run([*clean_overrides(base), f"seed={seed}"])
-                             ).summary.get(metric))
+        buggy.append(_measure(base, seed, metric, direction))
+        clean.append(_measure(clean_overrides(base), seed, metric, direction))
+    if direction == "varies":
+        direction = "event"
     p, effect = compare(metric, direction, buggy, clean)
     return SymptomResult(bug.id, metric, direction, buggy, clean, p, effect)
 

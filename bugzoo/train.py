@@ -59,10 +59,20 @@ def measure(model: nn.Module, split, device: torch.device, batch_size: int = 500
     return total_loss / len(split), correct / len(split)
 
 
+def outlier_batch(batch: Batch, num_classes: int, scale: float = 1e3) -> Batch:
+    """An extreme batch (a corrupted shard): its first example repeated, with a wrong label and
+    float features in the wrong units (times ``scale``)."""
+    n = len(batch.y)
+    inputs = tuple(t[:1].expand(n, *t.shape[1:]) * (scale if t.is_floating_point() else 1)
+                   for t in batch.inputs)
+    return Batch(inputs, ((batch.y[:1] + 1) % num_classes).expand(n).clone())
+
+
 class Trainer:
     """One training run of one model on one dataset, optionally with a planted bug."""
 
-    def __init__(self, cfg: DictConfig, bug: Bug | None = None):
+    def __init__(self, cfg: DictConfig, bug: Bug | None = None, rank: int = 0,
+                 world_size: int = 1):
         self.cfg = cfg
         self.bug = bug
         self.seed = int(cfg.seed)
@@ -70,7 +80,7 @@ class Trainer:
         self.onset = int(cfg.bug.onset) if bug is not None else self.steps
         self.device = resolve_device(cfg.harness.device)
         self.step = 0
-        self.rank, self.world_size = 0, 1
+        self.rank, self.world_size = rank, world_size
         if bug is not None:
             bug.before_build(self)
 
@@ -149,6 +159,8 @@ class Trainer:
     def next_batch(self) -> Batch:
         t0 = time.perf_counter()
         batch = next(self.batches).to(self.device)
+        if self.step == self.cfg.harness.outlier_step:
+            batch = outlier_batch(batch, self.data.num_classes)
         self.data_s += time.perf_counter() - t0
         return batch
 
@@ -196,6 +208,13 @@ class Trainer:
             total += loss.detach().float()
         return total
 
+    def schedule_freezing(self) -> None:
+        """Warm-up freeze: ``model.backbone`` is frozen for the first
+        ``optim.freeze_backbone_steps`` steps (head only) and unfrozen at that step."""
+        n = int(self.cfg.optim.get("freeze_backbone_steps") or 0)
+        if n > 0 and self.step in (0, n):
+            self.model.backbone.requires_grad_(self.step == n)
+
     def is_eval_step(self) -> bool:
         return (self.step + 1) % self.cfg.harness.eval_interval == 0 or self.step + 1 == self.steps
 
@@ -236,6 +255,7 @@ class Trainer:
             self.data_s = 0.0
             lr = self.lr()
             training = self.model.training
+            self.schedule_freezing()
             loss = self.train_step()
             self.unscale_gradients()
             self.telemetry.measure_gradients()

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from bugzoo.config import compose_run
+
+torch.set_num_threads(1)  # as in the harness' workers: fast for tiny models, reproducible
 
 
 def quick_cfg(*overrides: str, steps: int = 60):

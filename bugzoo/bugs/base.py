@@ -33,7 +33,9 @@ class Symptom:
 
     ``metric`` names a summary field (see ``bugzoo.summary``); ``direction`` says which way the
     buggy runs move: ``"lower"`` / ``"higher"`` for metrics compared with Mann-Whitney U,
-    ``"event"`` for a boolean summary field compared with Fisher's exact test.
+    ``"event"`` for a boolean summary field compared with Fisher's exact test; ``"varies"``
+    runs each seed twice and tests (as an event) whether the metric differs between the two
+    runs, e.g. ``trace_digest`` for reproducibility.
     """
 
     metric: str

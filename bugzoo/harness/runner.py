@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 import torch
 from omegaconf import DictConfig
 
-from bugzoo.bugs import get_bug
+from bugzoo.bugs import Bug, get_bug
 from bugzoo.config import resolved, scenario_id
 from bugzoo.detector import Detector, RunView
 from bugzoo.harness import store
@@ -30,6 +35,7 @@ class RunResult:
     alarms: pd.DataFrame
     summary: dict
     detector_status: dict = field(default_factory=dict)
+    trainer: Any = field(default=None, repr=False)  # the built Trainer (for inspection)
 
 
 def run_scenario_id(cfg: DictConfig) -> str:
@@ -51,11 +57,43 @@ def run_view(trainer: Trainer) -> RunView:
                    dataset=trainer.data.name, lr_scheduler=trainer.scheduler)
 
 
-class Watch:
-    """Runs one detector inside a run: timed, and isolated so its errors never sink the run."""
+class DetectorTimeout(Exception):
+    """A detector call ran past its time budget."""
 
-    def __init__(self, detector: Detector):
+
+@contextmanager
+def time_budget(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`DetectorTimeout` inside the block once ``seconds`` have passed.
+
+    Uses SIGALRM, so it only works in the main thread of a POSIX process; elsewhere (or with
+    no budget) the block runs unbounded. A budget set around a block already under a budget is
+    not nested: the inner one wins for its duration.
+    """
+    usable = (seconds and seconds > 0 and hasattr(signal, "setitimer")
+              and threading.current_thread() is threading.main_thread())
+    if not usable:
+        yield
+        return
+
+    def on_alarm(signum, frame):
+        raise DetectorTimeout(f"exceeded its time budget of {seconds:g} s per call")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+class Watch:
+    """Runs one detector inside a run: timed, cut off after ``budget_s`` per call, and isolated
+    so its errors or hangs never sink the run (the first one is recorded, later calls skipped)."""
+
+    def __init__(self, detector: Detector, budget_s: float | None = None):
         self.detector = detector
+        self.budget_s = budget_s
         self.alarms: list[dict] = []
         self.seconds = 0.0
         self.error: str | None = None
@@ -65,7 +103,8 @@ class Watch:
             return
         t0 = time.perf_counter()
         try:
-            raised = getattr(self.detector, method)(*args) or []
+            with time_budget(self.budget_s):
+                raised = getattr(self.detector, method)(*args) or []
             for a in raised:
                 self.alarms.append({"detector": self.detector.name, "step": a.step,
                                     "symptom": a.symptom, "category": a.category,
@@ -85,11 +124,20 @@ class Watch:
                 "alarms": len(self.alarms)}
 
 
-def execute(cfg: DictConfig, detectors: list[Detector] = ()) -> RunResult:
-    """Train one run with ``detectors`` watching; a crash is recorded, not raised."""
+def execute(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = None
+            ) -> RunResult:
+    """Train one run with ``detectors`` watching; a crash is recorded, not raised.
+
+    ``bug`` plants a Bug object directly instead of looking ``cfg.bug.id`` up (the conformance
+    suite plants decoys this way)."""
+    if bug is None and cfg.get("bug"):
+        bug = get_bug(cfg.bug.id)
+    from bugzoo import distributed  # imports this module: import here, not at the top
+
+    if distributed.is_distributed(cfg, bug):
+        return distributed.execute_distributed(cfg, detectors, bug)
     torch.set_num_threads(int(cfg.harness.threads))
-    bug = get_bug(cfg.bug.id) if cfg.get("bug") else None
-    watches = [Watch(d) for d in detectors]
+    watches = [Watch(d, cfg.harness.get("detector_budget_s", 10.0)) for d in detectors]
     trainer = Trainer(cfg, bug)
     start = time.perf_counter()
     trace, outcome, error = pd.DataFrame(), "completed", None
@@ -122,7 +170,7 @@ def execute(cfg: DictConfig, detectors: list[Detector] = ()) -> RunResult:
         wall_s=wall_s, device=str(trainer.device), torch_version=torch.__version__,
         detectors={w.detector.name: w.status(wall_s) for w in watches})
     alarms = pd.DataFrame([a for w in watches for a in w.alarms], columns=store.ALARM_COLUMNS)
-    return RunResult(resolved(cfg), trace, alarms, summary)
+    return RunResult(resolved(cfg), trace, alarms, summary, trainer=trainer)
 
 
 def execute_and_store(cfg: DictConfig, root, sweep: str,

@@ -1,0 +1,45 @@
+"""ddp_unsynced: ranks seeded differently and the model never wrapped in DDP."""
+
+from __future__ import annotations
+
+from bugzoo.bugs.base import Bug, Symptom, patch_method
+
+
+class DdpUnsynced(Bug):
+    def before_build(self, trainer) -> None:
+        # The mistake, in two halves that often come together: each rank seeds with
+        # seed + rank (different initial weights), and the model is used bare instead of
+        # through DistributedDataParallel, so gradients are never all-reduced.
+        trainer.seed += trainer.rank
+        patch_method(trainer, "wrap_model", lambda self, model: model)
+
+
+BUG = DdpUnsynced(
+    id="ddp_unsynced",
+    title="Ranks train unsynchronised copies (no DDP, per-rank seeds)",
+    category="distributed",
+    symptom=Symptom("rank_param_divergence", "higher",
+                    "nothing fails and rank 0's curves look normal, but every rank trains its "
+                    "own model on its own shard: the ranks' parameters differ at the end"),
+    explanation=("Launching N processes does not make training data-parallel. Without "
+                 "DistributedDataParallel (or an explicit all-reduce of the gradients) every "
+                 "rank steps on the gradient of its own shard only; with per-rank seeds the "
+                 "replicas do not even start equal. The job costs N times the compute and "
+                 "produces N different models, each trained on 1/N of the data; the checkpoint "
+                 "saved by rank 0 is just one of them."),
+    buggy="""\
+torch.manual_seed(args.seed + rank)            # per-rank seed
+model = Net().to(device)                       # never wrapped in DDP
+for x, y in shard_loader:                      # DistributedSampler shard
+    loss = criterion(model(x), y)
+    loss.backward()                            # local gradient only
+    optimizer.step(); optimizer.zero_grad()""",
+    fixed="""\
+torch.manual_seed(args.seed)                   # same seed (DDP also broadcasts rank 0's weights)
+model = DDP(Net().to(device), device_ids=[local_rank])
+for x, y in shard_loader:
+    loss = criterion(model(x), y)
+    loss.backward()                            # gradients averaged across ranks
+    optimizer.step(); optimizer.zero_grad()""",
+    requires=("distributed",),
+)

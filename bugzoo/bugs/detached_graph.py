@@ -1,0 +1,39 @@
+"""detached_graph: a .detach() in the forward cuts the backbone off from the loss."""
+
+from __future__ import annotations
+
+from bugzoo.bugs.base import Bug, Symptom, patch_method
+
+
+def forward(self, *inputs):
+    features = self.backbone(*inputs).detach()  # the mistake: no gradient reaches the backbone
+    return self.head(features)
+
+
+class DetachedGraph(Bug):
+    def after_build(self, trainer) -> None:
+        patch_method(trainer.model, "forward", forward,
+                     active=lambda: trainer.step >= trainer.onset)
+
+
+BUG = DetachedGraph(
+    id="detached_graph",
+    title=".detach() in the forward pass",
+    category="model",
+    symptom=Symptom("final_val_loss", "higher",
+                    "only the head learns, on the backbone's random initial features: the loss "
+                    "plateaus well above the clean run's; backbone parameters get no gradient"),
+    explanation=("tensor.detach() returns a tensor outside the autograd graph. Calling it on an "
+                 "intermediate activation (often left over from logging or from feature "
+                 "extraction code) stops backpropagation there: every layer before it gets no "
+                 "gradient (grad stays None) and never trains. Nothing errors, because the "
+                 "layers after the detach still have gradients."),
+    buggy="""\
+def forward(self, x):
+    features = self.backbone(x).detach()
+    return self.head(features)""",
+    fixed="""\
+def forward(self, x):
+    features = self.backbone(x)
+    return self.head(features)""",
+)

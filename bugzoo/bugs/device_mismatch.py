@@ -1,0 +1,44 @@
+"""device_mismatch: the batch stays on the CPU while the model is on the GPU."""
+
+from __future__ import annotations
+
+import time
+
+from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.data import Batch
+
+
+def next_batch_on_cpu(self) -> Batch:
+    t0 = time.perf_counter()
+    batch = next(self.batches)  # The mistake: the .to(device) call is missing.
+    self.data_s += time.perf_counter() - t0
+    return batch
+
+
+class DeviceMismatch(Bug):
+    def before_build(self, trainer) -> None:
+        patch_method(trainer, "next_batch", next_batch_on_cpu)
+
+
+BUG = DeviceMismatch(
+    id="device_mismatch",
+    title="CPU batch fed to a CUDA model",
+    category="loop",
+    symptom=Symptom("crashed", "event",
+                    "the first forward pass raises 'Expected all tensors to be on the same "
+                    "device'"),
+    explanation=("model.to('cuda') moves the parameters, not the data. A batch left on the CPU "
+                 "reaches a CUDA module and PyTorch refuses to mix devices in one operation. "
+                 "Loud, but common when code written on a CPU laptop first runs on a GPU."),
+    buggy="""\
+model = model.to("cuda")
+for x, y in loader:
+    loss = loss_fn(model(x), y)""",
+    fixed="""\
+model = model.to("cuda")
+for x, y in loader:
+    x, y = x.to("cuda"), y.to("cuda")
+    loss = loss_fn(model(x), y)""",
+    loud=True,
+    requires=("cuda",),
+)

@@ -1,0 +1,44 @@
+"""init_too_large: a deep plain MLP re-initialised with a weight std far above He init."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from bugzoo.bugs.base import Bug, Symptom
+
+
+def reinit_linear(model: nn.Module, std: float) -> None:
+    """``nn.init.normal_(w, 0, std)`` on every Linear weight (a fixed std, not fan-in scaled)."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.Linear):
+                nn.init.normal_(m.weight, 0.0, std)
+
+
+class InitTooLarge(Bug):
+    def after_build(self, trainer) -> None:
+        reinit_linear(trainer.model, float(trainer.cfg.bug.params.std))
+
+
+BUG = InitTooLarge(
+    id="init_too_large",
+    title="Weight initialisation std too large (deep MLP)",
+    category="model",
+    symptom=Symptom("initial_loss", "higher",
+                    "activations grow by a constant factor per layer: the first loss is orders "
+                    "of magnitude above log(C), training is erratic and ends worse"),
+    explanation=("With std=1 instead of sqrt(2/fan_in) (He) each 128-wide ReLU layer multiplies "
+                 "the activation scale by about sqrt(128/2)=8. Through eight layers logits reach "
+                 "~1e7, the softmax saturates, the first losses are huge and gradients are "
+                 "dominated by a few saturated samples."),
+    buggy="""\
+for m in model.modules():
+    if isinstance(m, nn.Linear):
+        nn.init.normal_(m.weight, 0.0, 1.0)""",
+    fixed="""\
+for m in model.modules():
+    if isinstance(m, nn.Linear):
+        nn.init.kaiming_normal_(m.weight, nonlinearity="relu")   # std = sqrt(2 / fan_in)""",
+    models=("mlp",),
+)

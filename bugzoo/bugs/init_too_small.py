@@ -1,0 +1,34 @@
+"""init_too_small: a deep plain MLP re-initialised with a tiny weight std."""
+
+from __future__ import annotations
+
+from bugzoo.bugs.base import Bug, Symptom
+from bugzoo.bugs.init_too_large import reinit_linear
+
+
+class InitTooSmall(Bug):
+    def after_build(self, trainer) -> None:
+        reinit_linear(trainer.model, float(trainer.cfg.bug.params.std))
+
+
+BUG = InitTooSmall(
+    id="init_too_small",
+    title="Weight initialisation std too small (deep MLP)",
+    category="model",
+    symptom=Symptom("final_val_acc", "lower",
+                    "activations and gradients vanish through the layers: the loss sits at "
+                    "log(C) for a long plateau and validation accuracy ends below the clean run"),
+    explanation=("With std=0.01 each 128-wide ReLU layer shrinks the activation scale by about "
+                 "0.01*sqrt(128/2)=0.08; after eight layers the signal is ~1e-9 of the input. "
+                 "The output is constant, the backward signal vanishes just as fast, and the "
+                 "network cannot break out of the symmetric, input-independent solution."),
+    buggy="""\
+for m in model.modules():
+    if isinstance(m, nn.Linear):
+        nn.init.normal_(m.weight, 0.0, 0.01)""",
+    fixed="""\
+for m in model.modules():
+    if isinstance(m, nn.Linear):
+        nn.init.kaiming_normal_(m.weight, nonlinearity="relu")   # std = sqrt(2 / fan_in)""",
+    models=("mlp",),
+)

@@ -1,0 +1,45 @@
+"""labels_misaligned: the training labels are shuffled separately from the inputs."""
+
+from __future__ import annotations
+
+import torch
+
+from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.data import DataBundle
+from bugzoo.data.base import Split
+
+
+def shuffle_separately(trainer, data: DataBundle) -> DataBundle:
+    g = torch.Generator().manual_seed(trainer.cfg.data.seed)
+    train = data.train
+    # The mistake: inputs and labels are permuted with two different permutations.
+    x_order = torch.randperm(len(train), generator=g)
+    y_order = torch.randperm(len(train), generator=g)
+    lengths = None if train.lengths is None else train.lengths[x_order]
+    return data.with_splits(train=Split(train.x[x_order], train.y[y_order], lengths))
+
+
+class LabelsMisaligned(Bug):
+    def before_build(self, trainer) -> None:
+        load = trainer.load_data
+        patch_method(trainer, "load_data", lambda self: shuffle_separately(self, load()))
+
+
+BUG = LabelsMisaligned(
+    id="labels_misaligned",
+    title="Labels shuffled out of sync with the inputs",
+    category="data",
+    symptom=Symptom("final_val_acc", "lower",
+                    "training loss stays near log(C) and validation accuracy near chance: the "
+                    "labels carry no information about the inputs"),
+    explanation=("Shuffling the inputs and the labels with two independent permutations (or "
+                 "shuffling only one of them, or joining them on a misaligned key) breaks the "
+                 "pairing. The network can only memorise noise; validation accuracy stays at "
+                 "chance while nothing crashes."),
+    buggy="""\
+x = x[torch.randperm(len(x))]
+y = y[torch.randperm(len(y))]          # a second, different permutation""",
+    fixed="""\
+perm = torch.randperm(len(x))
+x, y = x[perm], y[perm]                # one permutation for both""",
+)

@@ -1,0 +1,39 @@
+"""labels_one_indexed: training labels are 1-indexed (y + 1), wrapped to fit num_classes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.data import DataBundle
+
+
+def one_indexed(data: DataBundle) -> DataBundle:
+    # The mistake: the training pipeline reads 1-indexed class ids (1..C) and, to silence the
+    # "Target C is out of bounds" error, wraps them with % C; validation keeps 0..C-1.
+    y = (data.train.y + 1) % data.num_classes
+    return data.with_splits(train=replace(data.train, y=y))
+
+
+class LabelsOneIndexed(Bug):
+    def before_build(self, trainer) -> None:
+        load = trainer.load_data
+        patch_method(trainer, "load_data", lambda self: one_indexed(load()))
+
+
+BUG = LabelsOneIndexed(
+    id="labels_one_indexed",
+    title="Training labels off by one (1-indexed, wrapped)",
+    category="data",
+    symptom=Symptom("final_val_acc", "lower",
+                    "training loss falls normally but validation accuracy is near zero (below "
+                    "chance): the model learns a consistent relabelling of the classes"),
+    explanation=("The training labels come 1-indexed (1..C) while the model and the validation "
+                 "data use 0..C-1. CrossEntropyLoss rejects label C, so someone wrapped the "
+                 "labels with % C: class k is trained as k+1 and the last class as 0. Training "
+                 "looks healthy, every validation prediction is shifted by one class."),
+    buggy="""\
+y_train = torch.tensor(df.label.values) % num_classes   # labels are 1..C in this file""",
+    fixed="""\
+y_train = torch.tensor(df.label.values) - 1             # map 1..C to 0..C-1""",
+)

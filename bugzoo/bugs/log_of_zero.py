@@ -1,0 +1,40 @@
+"""log_of_zero: a hand-written log(softmax(x)) with no epsilon, fed to the NLL loss."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from bugzoo.bugs.base import Bug, Symptom, patch_method
+
+
+def nll_of_log_softmax(self, logits: Tensor, y: Tensor) -> Tensor:
+    # The mistake: softmax underflows to exactly 0 for confident predictions, and log(0) is
+    # -inf; its backward computes 0 / 0 = NaN even for classes the loss does not pick.
+    return F.nll_loss(torch.log(torch.softmax(logits, dim=-1)), y)
+
+
+class LogOfZero(Bug):
+    def before_build(self, trainer) -> None:
+        patch_method(trainer, "compute_loss", nll_of_log_softmax)
+
+
+BUG = LogOfZero(
+    id="log_of_zero",
+    title="log(softmax(x)) without epsilon",
+    category="numerics",
+    symptom=Symptom("nonfinite", "event",
+                    "training is normal until the model grows confident; then a probability "
+                    "underflows to 0, the gradient becomes NaN and the weights turn NaN"),
+    explanation=("softmax(x) underflows to exactly 0 in float32 once a logit gap exceeds about "
+                 "100. torch.log(0) = -inf and the backward of log divides by the input: "
+                 "0 / 0 = NaN for every zero probability, whether or not the loss selects it. "
+                 "F.log_softmax computes the same value stably (x - logsumexp(x))."),
+    buggy="""\
+log_probs = torch.log(torch.softmax(logits, dim=-1))
+loss = F.nll_loss(log_probs, y)""",
+    fixed="""\
+log_probs = F.log_softmax(logits, dim=-1)       # or F.cross_entropy(logits, y)
+loss = F.nll_loss(log_probs, y)""",
+)

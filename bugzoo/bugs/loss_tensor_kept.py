@@ -1,0 +1,52 @@
+"""loss_tensor_kept: the loss tensor itself is appended to a history list every step."""
+
+from __future__ import annotations
+
+import torch
+
+from bugzoo.bugs.base import Bug, Symptom, patch_method
+
+
+def train_step(self) -> torch.Tensor:
+    accumulate = int(self.cfg.optim.accumulate)
+    self.zero_grad()
+    total = torch.zeros((), device=self.device)
+    for _ in range(accumulate):
+        batch = self.next_batch()
+        with self.autocast():
+            loss = self.compute_loss(self.forward(batch), batch.y) / accumulate
+        self.backward(loss)
+        total += loss.detach().float()
+        self.losses.append(loss)  # the mistake: keeps the tensor, not loss.item()
+    return total
+
+
+class LossTensorKept(Bug):
+    def before_build(self, trainer) -> None:
+        trainer.losses = []
+        patch_method(trainer, "train_step", train_step,
+                     active=lambda: trainer.step >= trainer.onset)
+
+
+BUG = LossTensorKept(
+    id="loss_tensor_kept",
+    title="Loss tensors (with their graphs) kept in a list",
+    category="memory",
+    symptom=Symptom("rss_growth_mb", "higher",
+                    "memory grows linearly with the step count: every step's activations stay "
+                    "referenced through the stored loss tensors"),
+    explanation=("Appending `loss` instead of `loss.item()` to a logging list keeps a tensor "
+                 "with a grad_fn alive. Its autograd graph references the activations saved "
+                 "for backward; after backward() the saved buffers are freed, but the graph "
+                 "nodes, the forward outputs they reference and the retained batches are not. "
+                 "Memory climbs step after step until the process runs out."),
+    buggy="""\
+losses = []
+for x, y in loader:
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    ...
+    losses.append(loss)           # keeps the graph alive""",
+    fixed="""\
+    losses.append(loss.item())    # a Python float""",
+)

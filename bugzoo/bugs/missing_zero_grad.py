@@ -1,0 +1,43 @@
+"""missing_zero_grad: the loop never clears gradients, so they pile up step after step."""
+
+from __future__ import annotations
+
+from bugzoo.bugs.base import Bug, Symptom, patch_method
+
+
+class MissingZeroGrad(Bug):
+    def before_build(self, trainer) -> None:
+        # The mistake: the `optimizer.zero_grad()` call is gone from the loop.
+        def zero_grad(self) -> None:
+            pass
+
+        patch_method(trainer, "zero_grad", zero_grad, active=lambda: trainer.step >= trainer.onset)
+
+
+BUG = MissingZeroGrad(
+    id="missing_zero_grad",
+    title="optimizer.zero_grad() never called",
+    category="loop",
+    symptom=Symptom("final_grad_norm", "higher",
+                    "the gradient norm grows roughly linearly with the step count (each step's "
+                    "gradient is the running sum of every gradient so far); the loss oscillates "
+                    "and ends above the clean run's"),
+    explanation=("loss.backward() adds into .grad instead of overwriting it. Without a "
+                 "zero_grad() per step, the gradient the optimizer sees at step t is the sum of "
+                 "all gradients since the last clear: stale directions dominate, the effective "
+                 "step grows with t, and training overshoots and oscillates. Adam's per-parameter "
+                 "normalisation hides part of the growth in the update size, but not in the "
+                 "gradient norm, and the accumulated momentum of old directions still hurts."),
+    buggy="""\
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()""",
+    fixed="""\
+for x, y in loader:
+    optimizer.zero_grad()
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()""",
+    onset="from conf/bug onset (step at which the call disappears); 0 by default",
+)

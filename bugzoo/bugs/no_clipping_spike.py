@@ -1,0 +1,41 @@
+"""no_clipping_spike: training without gradient clipping meets an outlier batch."""
+
+from __future__ import annotations
+
+from bugzoo.bugs.base import Bug, Symptom, patch_method
+
+
+def clip_gradients(self) -> None:
+    return None  # the mistake: no clip_grad_norm_ before optimizer.step()
+
+
+class NoClippingSpike(Bug):
+    def before_build(self, trainer) -> None:
+        patch_method(trainer, "clip_gradients", clip_gradients)
+
+
+BUG = NoClippingSpike(
+    id="no_clipping_spike",
+    title="No gradient clipping when an outlier batch arrives",
+    category="optim",
+    symptom=Symptom("final_val_loss", "higher",
+                    "the outlier batch's huge gradient goes straight into the update: the loss "
+                    "jumps after the outlier and training does not recover, where a clipped run "
+                    "barely notices it"),
+    explanation=("A single anomalous batch (a shard with features in the wrong units, "
+                 "mislabelled duplicates) can produce a gradient thousands of times larger "
+                 "than usual. Without clip_grad_norm_ it enters "
+                 "Adam's moment estimates unchanged: the first moment drags every weight in "
+                 "the outlier's direction for several steps, and the inflated second moment "
+                 "shrinks all later updates for hundreds of steps. Clipping caps the damage "
+                 "while keeping the direction."),
+    buggy="""\
+loss.backward()
+optimizer.step()                          # no clipping""",
+    fixed="""\
+loss.backward()
+torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+optimizer.step()""",
+    models=("mlp",),
+    onset="the outlier batch arrives at the onset step (harness.outlier_step in the scenario)",
+)

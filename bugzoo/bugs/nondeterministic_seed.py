@@ -1,0 +1,50 @@
+"""nondeterministic_seed: the loader shuffles with a NumPy Generator that no seed reaches."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.data import BatchLoader
+
+
+def loaders(trainer) -> tuple[BatchLoader, BatchLoader]:
+    h = trainer.cfg.harness
+    # The mistake: the shuffle order comes from np.random.default_rng() created without a
+    # seed. seed_everything seeds random, np.random (the legacy global state) and torch, but
+    # a new-style NumPy Generator is independent of all three and draws from OS entropy.
+    rng = np.random.default_rng()
+    train = BatchLoader(trainer.data.train, h.batch_size, shuffle=True,
+                        seed=int(rng.integers(2**62)), drop_last=True)
+    val = BatchLoader(trainer.data.val, h.eval_batch_size, shuffle=False)
+    return train, val
+
+
+class NondeterministicSeed(Bug):
+    def before_build(self, trainer) -> None:
+        patch_method(trainer, "build_loaders", loaders)
+
+
+BUG = NondeterministicSeed(
+    id="nondeterministic_seed",
+    title="An RNG the seed does not reach (unseeded shuffle)",
+    category="reproducibility",
+    symptom=Symptom("trace_digest", "varies",
+                    "two runs with the same seed produce different traces (losses differ from "
+                    "the first step); clean runs with the same seed are bitwise identical"),
+    explanation=("Reproducibility requires every source of randomness to be seeded. "
+                 "np.random.seed() only seeds NumPy's legacy global state; a Generator from "
+                 "np.random.default_rng() without a seed (like an unseeded random.Random(), or "
+                 "a worker RNG) is seeded from OS entropy, so the batch order, and with it the "
+                 "whole run, changes every time."),
+    buggy="""\
+seed_everything(0)                       # random.seed, np.random.seed, torch.manual_seed
+rng = np.random.default_rng()            # not covered by any of them
+for epoch in range(epochs):
+    order = rng.permutation(len(train_set))""",
+    fixed="""\
+seed_everything(0)
+rng = np.random.default_rng(0)           # seed every generator you create
+for epoch in range(epochs):
+    order = rng.permutation(len(train_set))""",
+)

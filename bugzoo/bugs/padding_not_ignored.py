@@ -1,0 +1,43 @@
+"""padding_not_ignored: the LSTM runs over padding and the last time step is taken."""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+from bugzoo.bugs.base import Bug, Symptom, patch_method
+
+
+def encode_padded(self, tokens: Tensor, lengths: Tensor) -> Tensor:
+    # The mistake: no packing, and the output at the last position is used as the summary,
+    # although for every shorter review that position (and those before it) is padding.
+    out, _ = self.lstm(self.embedding(tokens))
+    return out[:, -1]
+
+
+class PaddingNotIgnored(Bug):
+    def after_build(self, trainer) -> None:
+        patch_method(trainer.model.backbone, "forward", encode_padded)
+
+
+BUG = PaddingNotIgnored(
+    id="padding_not_ignored",
+    title="LSTM reads padding: last time step instead of the final real state",
+    category="model",
+    symptom=Symptom("final_val_acc", "lower",
+                    "short reviews are summarised after many padding steps that wash out their "
+                    "content; validation accuracy ends below the clean run's"),
+    explanation=("Batches are right-padded to the longest review. Running the LSTM over the "
+                 "padded tensor and taking output[:, -1] returns, for every shorter sequence, "
+                 "the state after a run of pad tokens rather than after its last real token. "
+                 "The model must learn to carry information through the padding, which it "
+                 "does poorly; pack_padded_sequence (or gathering at length-1) avoids it."),
+    buggy="""\
+out, _ = self.lstm(self.embedding(tokens))
+return out[:, -1]                                    # padding for short sequences""",
+    fixed="""\
+packed = pack_padded_sequence(self.embedding(tokens), lengths.cpu(), batch_first=True,
+                              enforce_sorted=False)
+_, (h_n, _) = self.lstm(packed)
+return h_n[-1]                                       # state after the last real token""",
+    models=("lstm",),
+)

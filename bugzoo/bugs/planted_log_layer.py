@@ -1,0 +1,48 @@
+"""planted_log_layer: a log of a barely-positive input appears in the MLP's second layer."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from bugzoo.bugs.base import Bug, Symptom, patch_method
+
+
+class PlantedLogLayer(Bug):
+    def after_build(self, trainer) -> None:
+        layer = [m for m in trainer.model.backbone if isinstance(m, torch.nn.Linear)][1]
+        linear = layer.forward
+
+        def forward(self, x: Tensor) -> Tensor:
+            x = linear(x)
+            # The mistake (exercise E.9.1): a "log-compression" whose input touches 1e-9.
+            return torch.log(x - x.detach().min() + 1e-9)
+
+        patch_method(layer, "forward", forward, active=lambda: trainer.step >= trainer.onset)
+
+
+BUG = PlantedLogLayer(
+    id="planted_log_layer",
+    title="log(x - min(x) + 1e-9) inside the second layer",
+    category="numerics",
+    symptom=Symptom("max_grad_norm", "higher",
+                    "from onset the gradient norm jumps by orders of magnitude: the smallest "
+                    "activation of every batch sits at log(1e-9) with derivative 1e9; the loss "
+                    "spikes and can go non-finite"),
+    explanation=("Inside the second linear layer, x = log(x - x.min() + 1e-9) maps the batch "
+                 "minimum to log(1e-9) = -20.7 whose derivative is 1e9, and amplifies every "
+                 "nearby activation. Gradients explode, Adam's normalised steps scramble the "
+                 "weights and the model degrades; with fp16 or larger steps it becomes NaN. "
+                 "A forward isfinite hook and autograd anomaly mode point at this layer."),
+    buggy="""\
+def forward(self, x):
+    x = self.fc2(x)
+    if step > 50:
+        x = torch.log(x - x.detach().min() + 1e-9)
+    return x""",
+    fixed="""\
+def forward(self, x):
+    return self.fc2(x)            # or a bounded transform, e.g. torch.log1p(F.relu(x))""",
+    models=("mlp",),
+    onset="step at which the log is switched on (bug.onset, 50 in exercise E.9.1)",
+)

@@ -1,0 +1,42 @@
+"""scheduler_never_stepped: an LR scheduler is created but scheduler.step() is never called."""
+
+from __future__ import annotations
+
+from bugzoo.bugs.base import Bug, Symptom, patch_method
+
+
+def scheduler_step(self) -> None:
+    # The mistake: the loop never calls self.scheduler.step().
+    return None
+
+
+class SchedulerNeverStepped(Bug):
+    def before_build(self, trainer) -> None:
+        patch_method(trainer, "scheduler_step", scheduler_step,
+                     active=lambda: trainer.step >= trainer.onset)
+
+
+BUG = SchedulerNeverStepped(
+    id="scheduler_never_stepped",
+    title="LR scheduler never stepped",
+    category="optim",
+    symptom=Symptom("final_lr", "higher",
+                    "the learning rate stays at its initial warm-up value for the whole run "
+                    "instead of warming up and decaying to zero"),
+    explanation=("A scheduler only changes the learning rate when scheduler.step() is called. "
+                 "If the call is forgotten (or sits in a branch that never runs), the optimizer "
+                 "keeps the scheduler's initial learning rate: with linear warm-up that is the "
+                 "tiny first warm-up value, so training crawls, and there is no final decay."),
+    buggy="""\
+scheduler = LambdaLR(optimizer, warmup_then_cosine)
+for x, y in loader:
+    optimizer.zero_grad()
+    loss_fn(model(x), y).backward()
+    optimizer.step()              # scheduler.step() missing""",
+    fixed="""\
+for x, y in loader:
+    optimizer.zero_grad()
+    loss_fn(model(x), y).backward()
+    optimizer.step()
+    scheduler.step()""",
+)

@@ -1,0 +1,40 @@
+"""softmax_wrong_dim: the head's softmax normalises over the batch, then CrossEntropyLoss."""
+
+from __future__ import annotations
+
+from torch import nn
+
+from bugzoo.bugs.base import Bug, Symptom
+
+
+class SoftmaxWrongDim(Bug):
+    def after_build(self, trainer) -> None:
+        # The mistake: dim=0 is the batch dimension of [B, C] logits.
+        trainer.model.head = nn.Sequential(trainer.model.head, nn.Softmax(dim=0))
+
+
+BUG = SoftmaxWrongDim(
+    id="softmax_wrong_dim",
+    title="Softmax over the batch dimension",
+    category="model",
+    symptom=Symptom("final_val_acc", "lower",
+                    "the loss barely moves below log(C); each class column is normalised across "
+                    "the batch, so a prediction depends on the other samples and validation "
+                    "accuracy ends well below the clean run's"),
+    explanation=("With logits of shape [B, C], softmax(dim=0) normalises each class over the "
+                 "samples of the batch instead of each sample over the classes. Every output is "
+                 "about 1/B, CrossEntropyLoss (which applies its own log-softmax over classes) "
+                 "sees nearly uniform scores and tiny gradients, and what the model learns is "
+                 "how a sample compares with the rest of its batch (32 in training, 500 in "
+                 "evaluation), not which class it belongs to."),
+    buggy="""\
+def forward(self, x):
+    return torch.softmax(self.head(self.backbone(x)), dim=0)
+
+loss = nn.CrossEntropyLoss()(model(x), y)""",
+    fixed="""\
+def forward(self, x):
+    return self.head(self.backbone(x))      # raw logits; softmax, if needed, over dim=-1
+
+loss = nn.CrossEntropyLoss()(model(x), y)""",
+)

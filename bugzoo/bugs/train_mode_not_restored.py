@@ -1,0 +1,64 @@
+"""train_mode_not_restored: evaluation switches to eval mode and never switches back."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from bugzoo.bugs.base import Bug, Symptom, patch_method
+
+
+def evaluate(self) -> tuple[float, float]:
+    self.model.eval()
+    total_loss, correct, count = 0.0, 0, 0
+    with torch.no_grad():
+        for batch in self.val_loader:
+            batch = batch.to(self.device)
+            with self.autocast():
+                logits = self.forward(batch)
+            total_loss += nn.functional.cross_entropy(
+                logits.float(), batch.y, reduction="sum").item()
+            correct += (logits.argmax(-1) == batch.y).sum().item()
+            count += len(batch.y)
+    # The mistake: no self.model.train() here, so dropout / BatchNorm stay in eval mode.
+    return total_loss / count, correct / count
+
+
+class TrainModeNotRestored(Bug):
+    def before_build(self, trainer) -> None:
+        patch_method(trainer, "evaluate", evaluate)
+
+
+BUG = TrainModeNotRestored(
+    id="train_mode_not_restored",
+    title="model.train() never called again after the first evaluation",
+    category="loop",
+    symptom=Symptom("train_mode_frac", "lower",
+                    "after the first evaluation every training step runs in eval mode: dropout is "
+                    "off and BatchNorm uses (frozen) running statistics for the rest of training"),
+    explanation=("model.eval() is a persistent switch. A validation routine that calls it but "
+                 "never calls model.train() afterwards leaves the model in eval mode for every "
+                 "later training step: dropout stops regularising and BatchNorm stops using and "
+                 "updating batch statistics. Nothing errors; the loss curve just changes "
+                 "character after the first evaluation."),
+    buggy="""\
+def validate(model, loader):
+    model.eval()
+    with torch.no_grad():
+        ...
+    # returns with the model still in eval mode
+
+for step, (x, y) in enumerate(train_loader):
+    loss = loss_fn(model(x), y)   # after the first validate(): dropout off, BN frozen
+    ...
+    if step % eval_every == 0:
+        validate(model, val_loader)""",
+    fixed="""\
+def validate(model, loader):
+    model.eval()
+    with torch.no_grad():
+        ...
+    model.train()                 # restore training mode""",
+    models=("mlp", "transformer", "resnet"),
+    onset="present from step 0; takes effect after the first evaluation",
+)

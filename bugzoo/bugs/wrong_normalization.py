@@ -1,0 +1,31 @@
+"""wrong_normalization: features on wildly different scales are fed to the MLP unstandardised."""
+
+from __future__ import annotations
+
+from bugzoo.bugs.base import Bug, Symptom, patch_method
+
+
+class WrongNormalization(Bug):
+    def before_build(self, trainer) -> None:
+        # The mistake: the standardisation step is skipped; raw features go to the model.
+        patch_method(trainer, "normalize", lambda self, data: data)
+
+
+BUG = WrongNormalization(
+    id="wrong_normalization",
+    title="Inputs not normalised",
+    category="data",
+    symptom=Symptom("final_val_acc", "lower",
+                    "a few large-scale features dominate the first layer; loss is erratic and "
+                    "validation accuracy ends well below the clean run's"),
+    explanation=("The tabular features span about six orders of magnitude. Without "
+                 "standardisation the first layer's pre-activations are dominated by the "
+                 "largest-scale features, gradients for those weights are huge and the "
+                 "informative small-scale features are effectively invisible."),
+    buggy="""\
+x_train, x_val = raw_train, raw_val                   # no standardisation""",
+    fixed="""\
+mean, std = raw_train.mean(0), raw_train.std(0)       # training statistics only
+x_train, x_val = (raw_train - mean) / std, (raw_val - mean) / std""",
+    models=("mlp",),
+)

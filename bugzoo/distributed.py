@@ -1,0 +1,273 @@
+"""Distributed runs: one scenario trained by several ranks under ``torch.distributed``.
+
+``execute_distributed`` starts one process per rank, each in its own session so a stuck rank
+and anything it started can be killed as a group. Ranks meet on loopback through a file store
+and use gloo on CPU (NCCL when there is one GPU per rank). Each rank builds a
+:class:`DistributedTrainer`: the clean Trainer with its model wrapped in
+``DistributedDataParallel`` and a training loader over the rank's own shard of the data.
+
+Only rank 0 is observed: detectors watch rank 0's run and the trace is rank 0's. Every rank
+saves its final parameters, so the summary carries ``rank_param_divergence`` (relative L2
+distance of each rank's parameters from rank 0's; 0 when gradients are synchronised).
+
+Outcome: ``completed``; ``hang`` when a collective passes the process-group timeout
+(``harness.dist_timeout_s``) or the run passes ``harness.timeout_s`` (the ranks are then killed);
+``crashed`` for any other error in a rank.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pandas as pd
+import torch
+import torch.distributed as dist
+from omegaconf import DictConfig, OmegaConf
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from bugzoo.bugs import Bug, get_bug
+from bugzoo.config import resolved
+from bugzoo.data import BatchLoader
+from bugzoo.detector import Detector
+from bugzoo.harness import store
+from bugzoo.harness.runner import RunResult, Watch, run_scenario_id, run_view
+from bugzoo.summary import summarize
+from bugzoo.train import Trainer, measure
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.05
+TIMEOUT_WORDS = ("timed out", "timeout", "monitoredbarrier")
+
+
+def world_size_of(cfg: DictConfig, bug: Bug | None) -> int:
+    """Ranks a run uses: ``harness.world_size``, at least 2 for bugs that need distribution."""
+    size = int(cfg.harness.get("world_size", 1))
+    return max(size, 2) if bug is not None and "distributed" in bug.requires else size
+
+
+def is_distributed(cfg: DictConfig, bug: Bug | None) -> bool:
+    return world_size_of(cfg, bug) > 1
+
+
+def unwrap(model: nn.Module) -> nn.Module:
+    return model.module if isinstance(model, DistributedDataParallel) else model
+
+
+class DistributedTrainer(Trainer):
+    """The clean Trainer on one rank: DDP-wrapped model, training batches from this rank's shard."""
+
+    def build(self) -> DistributedTrainer:
+        super().build()
+        self.model = self.wrap_model(self.model)
+        return self
+
+    def wrap_model(self, model: nn.Module) -> nn.Module:
+        """Wrap in DDP: parameters broadcast from rank 0, gradients averaged in backward."""
+        ids = [self.device.index] if self.device.type == "cuda" else None
+        return DistributedDataParallel(model, device_ids=ids)
+
+    def build_loaders(self) -> tuple[BatchLoader, BatchLoader]:
+        train, val = super().build_loaders()
+        rows = torch.arange(self.rank, len(train.split), self.world_size)
+        shard = BatchLoader(train.split.subset(rows), train.batch_size, shuffle=True,
+                            seed=self.seed, drop_last=True)
+        return shard, val
+
+
+def _flat_params(model: nn.Module) -> torch.Tensor:
+    return torch.cat([p.detach().reshape(-1).float().cpu() for p in unwrap(model).parameters()])
+
+
+def _is_timeout(error: BaseException) -> bool:
+    text = str(error).lower()
+    return any(word in text for word in TIMEOUT_WORDS)
+
+
+def _write_atomic(path: Path, obj) -> None:
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "wb") as f:
+        pickle.dump(obj, f)
+    os.replace(tmp, path)
+
+
+def rank_main(run_dir: Path, rank: int) -> int:
+    """Body of one rank's process: train, then write ``rank<r>.pkl`` (and final parameters)."""
+    job = pickle.loads((run_dir / "job.pkl").read_bytes())
+    cfg = OmegaConf.create(job["config"])
+    world_size, backend = job["world_size"], job["backend"]
+    cfg.harness.device = f"cuda:{rank}" if backend == "nccl" else "cpu"
+    torch.set_num_threads(int(cfg.harness.threads))
+    dist.init_process_group(backend, init_method=f"file://{run_dir / 'store'}", rank=rank,
+                            world_size=world_size,
+                            timeout=timedelta(seconds=float(cfg.harness.dist_timeout_s)))
+    bug = job["bug"]
+    trainer = DistributedTrainer(cfg, bug, rank=rank, world_size=world_size)
+    budget_s = cfg.harness.get("detector_budget_s")
+    watches = [Watch(d, budget_s) for d in job["detectors"]] if rank == 0 else []
+    rows: list[dict] = []
+    result: dict = {"rank": rank, "error": None, "timed_out": False, "holdout": None}
+    start = time.perf_counter()
+    try:
+        trainer.build()
+        for w in watches:
+            w.call("setup", run_view(trainer))
+        trainer.fit([lambda obs, w=w: w.call("observe", obs) for w in watches], rows=rows)
+        torch.save(_flat_params(trainer.model), run_dir / f"params{rank}.pt")
+        dist.barrier()  # every rank finishes training before any tears down
+        if rank == 0:
+            result["holdout"] = measure(unwrap(trainer.model), trainer.data.holdout,
+                                        trainer.device)
+    except Exception as e:
+        result.update(error=f"{type(e).__name__}: {e}", timed_out=_is_timeout(e))
+        log.info("rank %d failed: %s", rank, result["error"])
+    finally:
+        for w in watches:
+            w.call("teardown")
+        wall_s = time.perf_counter() - start
+        result.update(
+            rows=rows, wall_s=wall_s, onset=trainer.onset,
+            num_classes=trainer.data.num_classes if hasattr(trainer, "data") else 2,
+            device=str(trainer.device),
+            alarms=[a for w in watches for a in w.alarms],
+            detectors={w.detector.name: w.status(wall_s) for w in watches})
+        _write_atomic(run_dir / f"rank{rank}.pkl", result)
+    try:
+        dist.destroy_process_group()
+    except Exception:  # a failed group may refuse to shut down cleanly
+        log.debug("destroy_process_group failed on rank %d", rank)
+    return 0 if result["error"] is None else 1
+
+
+def _backend(cfg: DictConfig, world_size: int) -> str:
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    wants_gpu = cfg.harness.device != "cpu"
+    return "nccl" if wants_gpu and gpus >= world_size else "gloo"
+
+
+def _kill(procs: list[subprocess.Popen]) -> None:
+    """Kill each rank's process group (the rank and anything it started), then reap."""
+    for p in procs:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    for p in procs:
+        p.wait()
+
+
+def _wait(procs: list[subprocess.Popen], deadline: float) -> bool:
+    """Wait for every rank to exit; False when the deadline passed first."""
+    while any(p.poll() is None for p in procs):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(POLL_S)
+    return True
+
+
+def _divergence(params: list[torch.Tensor | None]) -> float:
+    """Largest relative L2 distance of a rank's parameters from rank 0's (NaN if any missing)."""
+    if any(p is None for p in params) or len(params) < 2:
+        return math.nan
+    ref = params[0]
+    scale = float(torch.linalg.vector_norm(ref)) or 1.0
+    return max(float(torch.linalg.vector_norm(p - ref)) / scale for p in params[1:])
+
+
+def _load(path: Path):
+    if not path.exists():
+        return None
+    if path.suffix == ".pt":
+        return torch.load(path)
+    return pickle.loads(path.read_bytes())
+
+
+def execute_distributed(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = None
+                        ) -> RunResult:
+    """Run ``cfg`` on several ranks (one process each); never outlives ``harness.timeout_s``.
+
+    ``bug`` (default: ``cfg.bug.id`` looked up) and ``detectors`` are pickled to the ranks.
+    """
+    if bug is None and cfg.get("bug"):
+        bug = get_bug(cfg.bug.id)
+    world_size = world_size_of(cfg, bug)
+    backend = _backend(cfg, world_size)
+    env = {**os.environ, "OMP_NUM_THREADS": str(cfg.harness.threads)}
+    env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bugzoo-dist-") as tmp:
+        run_dir = Path(tmp)
+        _write_atomic(run_dir / "job.pkl", {"config": resolved(cfg), "world_size": world_size,
+                                             "backend": backend, "detectors": list(detectors),
+                                             "bug": bug})
+        procs: list[subprocess.Popen] = []
+        try:
+            for rank in range(world_size):
+                with open(run_dir / f"rank{rank}.log", "wb") as err:
+                    procs.append(subprocess.Popen(
+                        [sys.executable, "-m", "bugzoo.distributed", str(run_dir), str(rank)],
+                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                        env=env, start_new_session=True))
+            finished = _wait(procs, time.monotonic() + float(cfg.harness.timeout_s))
+        finally:
+            _kill(procs)
+        results = [_load(run_dir / f"rank{r}.pkl") for r in range(world_size)]
+        params = [_load(run_dir / f"params{r}.pt") for r in range(world_size)]
+        stderr_tails = [(run_dir / f"rank{r}.log").read_text(errors="replace")[-2000:]
+                        for r in range(world_size)]
+    wall_s = time.perf_counter() - start
+
+    errors = [r["error"] if r else "no result (killed or died)" for r in results]
+    if not finished or any(r and r["timed_out"] for r in results):
+        outcome = "hang"
+    elif any(errors) or any(p.returncode for p in procs):
+        outcome = "crashed"
+    else:
+        outcome = "completed"
+    for rank, (error, tail) in enumerate(zip(errors, stderr_tails, strict=True)):
+        if error and tail.strip():
+            log.info("rank %d: %s\n%s", rank, error, tail)
+
+    lead = results[0] or {}
+    trace = pd.DataFrame(lead.get("rows", []))
+    summary = summarize(trace, lead.get("num_classes", 2))
+    if outcome == "completed" and lead.get("holdout"):
+        holdout_loss, holdout_acc = lead["holdout"]
+        summary.update(holdout_loss=holdout_loss, holdout_acc=holdout_acc,
+                       val_holdout_gap=summary["final_val_acc"] - holdout_acc)
+    timeouts = [r["error"] for r in results if r and r["timed_out"]]
+    first_error = next(iter(timeouts), None) or next((e for e in errors if e), None)
+    if not finished:
+        first_error = f"run passed harness.timeout_s={cfg.harness.timeout_s}; ranks killed"
+    statuses = lead.get("detectors") or {d.name: {"error": "rank 0 gave no result",
+                                                   "seconds": 0.0, "overhead": 0.0, "alarms": 0}
+                                         for d in detectors}
+    summary.update(
+        scenario=run_scenario_id(cfg),
+        model=cfg.model.name, data=cfg.data.name, bug=bug.id if bug else None,
+        category=bug.category if bug else None, loud=bug.loud if bug else False,
+        onset=lead.get("onset") if bug else None, seed=int(cfg.seed), steps=int(cfg.harness.steps),
+        outcome=outcome, crashed=outcome == "crashed", hung=outcome == "hang",
+        error=first_error, wall_s=wall_s, device=lead.get("device", "cpu"),
+        torch_version=torch.__version__, world_size=world_size, backend=backend,
+        rank_errors=errors, rank_param_divergence=_divergence(params),
+        detectors=statuses)
+    alarms = pd.DataFrame(lead.get("alarms", []), columns=store.ALARM_COLUMNS)
+    return RunResult(resolved(cfg), trace, alarms, summary)
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO)
+    sys.exit(rank_main(Path(sys.argv[1]), int(sys.argv[2])))

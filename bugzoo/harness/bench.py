@@ -1,0 +1,167 @@
+"""``bugzoo bench``: sweep scenarios x seeds with every selected detector watching, then score.
+
+Default: every scenario (minus those marked ``excluded: <reason>`` and those needing CUDA when
+there is none) x seeds 0,1,2 x every installed detector, into ``results/runs/<sweep>``.
+Resumable: complete run folders are skipped, so rerunning after a crash or ``kill -9`` only
+does what is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import logging
+import os
+import shutil
+from collections import Counter
+from pathlib import Path
+
+from tqdm import tqdm
+
+from bugzoo.errors import UsageError
+from bugzoo.harness import store
+from bugzoo.harness.pool import RunTask, run_tasks
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SEEDS = (0, 1, 2)
+QUICK_BUGS = 3  # --quick: the mlp clean control plus this many mlp bug scenarios
+QUICK_OVERRIDES = ("harness.steps=60", "harness.eval_interval=20")
+
+
+def scenario_bug(node: dict) -> str | None:
+    """The bug id a scenario YAML selects (``defaults: [override /bug: <id>]``), if any."""
+    for entry in node.get("defaults", []):
+        if isinstance(entry, dict):
+            for key, value in entry.items():
+                if key.split("/")[-1].strip() == "bug":
+                    return value
+    return None
+
+
+def scenario_plan(patterns: list[str] | None, quick: bool = False,
+                  cuda: bool | None = None) -> dict[str, bool]:
+    """Selected scenario ids -> whether each must run isolated (loud or distributed bug)."""
+    from bugzoo.bugs import get_bug
+    from bugzoo.config import scenarios
+
+    if cuda is None:
+        import torch
+
+        cuda = torch.cuda.is_available()
+    nodes = scenarios()
+    chosen = sorted(nodes)
+    if patterns:
+        chosen = [s for s in chosen if any(fnmatch.fnmatch(s, p) for p in patterns)]
+        if not chosen:
+            raise UsageError(f"no scenario matches {' '.join(patterns)}")
+    plan: dict[str, bool] = {}
+    for sid in chosen:
+        node = nodes[sid]
+        if node.get("excluded"):
+            log.info("skipping %s: excluded (%s)", sid, node["excluded"])
+            continue
+        bug = get_bug(scenario_bug(node)) if scenario_bug(node) else None
+        if bug is not None and "cuda" in bug.requires and not cuda:
+            log.info("skipping %s: needs CUDA", sid)
+            continue
+        multi_rank = int((node.get("harness") or {}).get("world_size", 1)) > 1
+        plan[sid] = multi_rank or bool(bug and (bug.loud or bug.category == "distributed"
+                                                or "distributed" in bug.requires))
+    if quick and not patterns:
+        bugs = [s for s in plan if s.startswith("mlp-") and s != "mlp-clean" and not plan[s]]
+        keep = ["mlp-clean", *bugs[:QUICK_BUGS]]
+        plan = {s: plan[s] for s in keep if s in plan}
+    return plan
+
+
+def parse_seeds(text: str) -> list[int]:
+    try:
+        seeds = sorted({int(s) for s in text.split(",") if s.strip()})
+    except ValueError:
+        raise UsageError(f"--seeds takes a comma-separated list of integers, got {text!r}") from None
+    if not seeds:
+        raise UsageError("--seeds is empty")
+    return seeds
+
+
+def is_done(task: RunTask) -> bool:
+    """A run counts as done when its folder is complete and every requested detector watched."""
+    if not store.is_complete(task.path):
+        return False
+    watched = store.read_summary(task.path).get("detectors") or {}
+    return set(task.detectors) <= set(watched)
+
+
+def remove_partial(out: Path) -> None:
+    """Delete temporary run folders left by a killed sweep (they were never renamed in)."""
+    for tmp in out.glob("*/.seed*.tmp-*"):
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def sweep(tasks: list[RunTask], workers: int, progress: bool = True) -> Counter:
+    """Run the tasks not done yet; returns a count of outcomes of the runs made now."""
+    todo = [t for t in tasks if not is_done(t)]
+    if len(todo) < len(tasks):
+        log.info("resuming: %d of %d runs already complete", len(tasks) - len(todo), len(tasks))
+    outcomes: Counter = Counter()
+    with tqdm(total=len(todo), unit="run", disable=not progress, dynamic_ncols=True) as bar:
+        for record in run_tasks(todo, workers):
+            outcomes[record["outcome"]] += 1
+            bar.set_postfix_str(f"{record['scenario']} seed{record['seed']}: "
+                                f"{record['outcome']}", refresh=False)
+            bar.update()
+    return outcomes
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="bugzoo bench",
+        description="Sweep scenarios x seeds with detectors watching, then score them.")
+    p.add_argument("overrides", nargs="*",
+                   help="run-setting overrides for every run, e.g. harness.steps=100")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke sweep: mlp clean + a few mlp bugs, 1 seed, 60 steps")
+    p.add_argument("--scenarios", nargs="+", metavar="GLOB", help="scenario id globs")
+    p.add_argument("--seeds", help="comma-separated seeds (default 0,1,2; --quick: 0)")
+    p.add_argument("--detectors", nargs="+", metavar="NAME",
+                   help="detectors to watch (default: every installed one)")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--sweep", help="sweep name (default: bench, or quick with --quick)")
+    p.add_argument("--out", help="sweep folder (default: results/runs/<sweep>)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    from bugzoo.config import compose_run
+    from bugzoo.detector import detector_names
+    from bugzoo.errors import unknown_choice
+    from bugzoo.scoring import score_sweep
+
+    args = _parser().parse_args(argv)
+    if args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    name = args.sweep or ("quick" if args.quick else "bench")
+    out = store.ensure_writable(Path(args.out) if args.out else Path("results/runs") / name)
+    installed = detector_names()
+    chosen = args.detectors or installed
+    for d in chosen:
+        if d not in installed:
+            raise unknown_choice("detector", d, installed)
+    seeds = parse_seeds(args.seeds) if args.seeds else ([0] if args.quick else list(DEFAULT_SEEDS))
+    overrides = [*(QUICK_OVERRIDES if args.quick else ()), *args.overrides]
+    plan = scenario_plan(args.scenarios, quick=args.quick)
+    if not plan:
+        raise UsageError("no scenario left to run (all excluded or needing CUDA)")
+    timeout = float(compose_run([f"scenario={next(iter(plan))}", *overrides]).harness.timeout_s)
+    tasks = [RunTask(sid, seed, tuple(overrides), tuple(chosen), str(out), isolate, timeout)
+             for sid, isolate in plan.items() for seed in seeds]
+    remove_partial(out)
+    log.info("sweep %s: %d scenarios x %d seeds, detectors %s, %d workers -> %s",
+             name, len(plan), len(seeds), ", ".join(chosen), args.workers, out)
+    outcomes = sweep(tasks, args.workers, progress=not args.no_progress)
+    log.info("runs made now: %s", dict(outcomes) or "none (all complete)")
+    board = score_sweep(out, command=f"bugzoo score {out}")
+    print(board)
+    return 0

@@ -1,0 +1,239 @@
+"""Score a sweep: per (detector, run) outcomes, then per-detector and per-category tables.
+
+Outcomes of one detector on one run (its *first* alarm decides):
+
+* buggy run: ``hit`` (first alarm at or after onset), ``early`` (before onset: a false alarm),
+  ``miss`` (no alarm);
+* clean run (scenario id ending in ``-clean`` or ``.control``): ``false_alarm`` or ``quiet``.
+
+Aggregates carry 95% confidence intervals: Wilson intervals for rates, percentile bootstrap
+for medians and means. Loud bugs (crash, hang) are scored apart from silent ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bugzoo.errors import UsageError
+from bugzoo.harness import store
+
+log = logging.getLogger(__name__)
+
+Z95 = 1.959963984540054
+BOOTSTRAP = 2000
+
+
+def is_clean(scenario: str) -> bool:
+    return scenario.endswith("-clean") or scenario.endswith(".control")
+
+
+def wilson(successes: int, n: int) -> tuple[float, float, float]:
+    """Proportion with its 95% Wilson score interval; NaNs when ``n`` is 0."""
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    p = successes / n
+    denom = 1 + Z95**2 / n
+    centre = (p + Z95**2 / (2 * n)) / denom
+    half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n**2)) / denom
+    return p, max(0.0, centre - half), min(1.0, centre + half)
+
+
+def bootstrap(values, stat=np.median, seed: int = 0) -> tuple[float, float, float]:
+    """Statistic with its 95% percentile-bootstrap interval; NaNs when there are no values."""
+    x = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
+    if len(x) == 0:
+        return math.nan, math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    stats = stat(x[rng.integers(0, len(x), size=(BOOTSTRAP, len(x)))], axis=1)
+    lo, hi = np.percentile(stats, [2.5, 97.5])
+    return float(stat(x)), float(lo), float(hi)
+
+
+def _onset_time(elapsed: pd.Series, onset: int) -> float:
+    """Seconds into the run when step ``onset`` began."""
+    return float(elapsed.get(onset - 1, 0.0)) if onset > 0 else 0.0
+
+
+def run_outcomes(path: Path) -> list[dict]:
+    """One row per detector that watched the run stored at ``path``."""
+    summary = store.read_summary(path)
+    alarms = store.read_alarms(path)
+    scenario = summary["scenario"]
+    clean = is_clean(scenario) or not summary.get("bug")
+    onset = int(summary.get("onset") or 0)
+    elapsed = pd.Series(dtype=float)
+    if not alarms.empty:
+        trace = store.read_trace(path)
+        if "elapsed_s" in trace.columns:
+            elapsed = trace.set_index("step")["elapsed_s"]
+    rows = []
+    for name, status in (summary.get("detectors") or {}).items():
+        mine = alarms[alarms["detector"] == name].sort_values("step", kind="stable")
+        first = mine.iloc[0] if len(mine) else None
+        step = int(first["step"]) if first is not None else None
+        if clean:
+            outcome = "quiet" if first is None else "false_alarm"
+        elif first is None:
+            outcome = "miss"
+        else:
+            outcome = "hit" if step >= onset else "early"
+        hit = outcome == "hit"
+        rows.append({
+            "detector": name, "scenario": scenario, "seed": summary["seed"],
+            "bug": summary.get("bug"), "category": summary.get("category"),
+            "loud": bool(summary.get("loud")), "clean": clean, "onset": onset,
+            "run_outcome": summary.get("outcome"), "outcome": outcome,
+            "alarm_step": step, "alarm_category": first["category"] if first is not None else None,
+            "delay_steps": step - onset if hit else None,
+            "delay_s": (float(elapsed.get(step, math.nan)) - _onset_time(elapsed, onset))
+            if hit and len(elapsed) else None,
+            "diagnosed": (first["category"] == summary.get("category")) if hit else None,
+            "overhead": status.get("overhead"), "detector_error": status.get("error"),
+        })
+    return rows
+
+
+def outcomes(sweep_dir: Path) -> pd.DataFrame:
+    """Per (detector, run) outcomes of every complete run in a sweep folder."""
+    rows = [row for path in store.iter_runs(sweep_dir) for row in run_outcomes(path)]
+    if not rows:
+        raise UsageError(f"no complete runs under {sweep_dir}")
+    return pd.DataFrame(rows)
+
+
+def _rate(name: str, k: int, n: int) -> dict:
+    p, lo, hi = wilson(k, n)
+    return {name: p, f"{name}_lo": lo, f"{name}_hi": hi}
+
+
+def _summarize(g: pd.DataFrame) -> dict:
+    """Aggregate one detector's (or one detector x category's) outcomes."""
+    counts = g["outcome"].value_counts()
+    hits, early, fa = (int(counts.get(k, 0)) for k in ("hit", "early", "false_alarm"))
+    buggy, clean = int((~g["clean"]).sum()), int(g["clean"].sum())
+    recall = hits / buggy if buggy else math.nan
+    precision = hits / (hits + early + fa) if hits + early + fa else math.nan
+    delays = g["delay_steps"].dropna().astype(float)
+    row = {"runs": len(g), "buggy_runs": buggy, "clean_runs": clean, "hits": hits,
+           "early": early, "false_alarms": fa,
+           **_rate("recall", hits, buggy), **_rate("false_alarm_rate", fa, clean),
+           **_rate("precision", hits, hits + early + fa),
+           "f1": 2 * precision * recall / (precision + recall)
+           if precision + recall > 0 else math.nan,
+           **_rate("diagnosis_accuracy", int(g["diagnosed"].fillna(False).astype(bool).sum()),
+                   hits)}
+    for key, values in (("median_delay_steps", delays),
+                        ("median_delay_s", g["delay_s"].dropna().astype(float))):
+        value, lo, hi = bootstrap(values)
+        row.update({key: value, f"{key}_lo": lo, f"{key}_hi": hi})
+    value, lo, hi = bootstrap(g["overhead"].dropna().astype(float), stat=np.mean)
+    row.update(overhead=value, overhead_lo=lo, overhead_hi=hi)
+    return row
+
+
+def leaderboard(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per detector: silent-bug runs and clean runs (loud bugs are scored apart)."""
+    silent = table[~table["loud"]]
+    rows = [{"detector": d, **_summarize(g)} for d, g in silent.groupby("detector")]
+    board = pd.DataFrame(rows)
+    return board.sort_values(["f1", "recall"], ascending=False, na_position="last",
+                             ignore_index=True) if len(board) else board
+
+
+def loud_board(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per detector over loud-bug runs only (crashes and hangs)."""
+    loud = table[table["loud"]]
+    return pd.DataFrame([{"detector": d, **_summarize(g)} for d, g in loud.groupby("detector")])
+
+
+def category_board(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per (detector, bug category) over buggy runs."""
+    buggy = table[~table["clean"]]
+    return pd.DataFrame([{"detector": d, "category": c, "loud": bool(loud), **_summarize(g)}
+                         for (d, c, loud), g in buggy.groupby(["detector", "category", "loud"])])
+
+
+# ----------------------------------------------------------------------------- writing
+def _fmt(value, lo=None, hi=None, digits: int = 2) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    text = f"{value:.{digits}f}"
+    if lo is not None and not (isinstance(lo, float) and math.isnan(lo)):
+        text += f" [{lo:.{digits}f}, {hi:.{digits}f}]"
+    return text
+
+
+def markdown_table(board: pd.DataFrame, keys: list[str]) -> str:
+    """A Markdown table of ``board``; rate/median columns show their 95% CI when present."""
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    for _, row in board.iterrows():
+        cells = []
+        for k in keys:
+            v = row[k]
+            if isinstance(v, float):
+                cells.append(_fmt(v, row.get(f"{k}_lo"), row.get(f"{k}_hi"),
+                                  digits=3 if k.startswith("overhead") else 2))
+            else:
+                cells.append(str(v))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+MAIN_KEYS = ["detector", "runs", "recall", "false_alarm_rate", "precision", "f1",
+             "diagnosis_accuracy", "median_delay_steps", "median_delay_s", "overhead"]
+CATEGORY_KEYS = ["detector", "category", "loud", "runs", "recall", "early", "diagnosis_accuracy",
+                 "median_delay_steps"]
+
+
+def render(board: pd.DataFrame, loud: pd.DataFrame, categories: pd.DataFrame,
+           command: str) -> str:
+    parts = [
+        "# Detector leaderboard", "",
+        f"Regenerate with `{command}`. Silent bugs and clean controls; rates with 95% Wilson "
+        "intervals, delays (steps after onset, seconds) and overhead (detector time / run "
+        "wall time) with 95% bootstrap intervals.", "",
+        markdown_table(board, MAIN_KEYS) if len(board) else "_no silent-bug runs_", "",
+        "## Loud bugs (crash or hang)", "",
+        markdown_table(loud, ["detector", "runs", "recall", "diagnosis_accuracy",
+                              "median_delay_steps"]) if len(loud) else "_no loud-bug runs_", "",
+        "## Per bug category", "",
+        markdown_table(categories, CATEGORY_KEYS) if len(categories) else "_no buggy runs_", "",
+    ]
+    return "\n".join(parts)
+
+
+def score_sweep(sweep_dir: Path, publish: Path | None = None,
+                command: str | None = None) -> str:
+    """Score a sweep folder; write leaderboard.md/.csv and per-category tables; return the md."""
+    sweep_dir = Path(sweep_dir)
+    table = outcomes(sweep_dir)
+    board, loud, categories = leaderboard(table), loud_board(table), category_board(table)
+    text = render(board, loud, categories, command or f"bugzoo score {sweep_dir}")
+    for folder in [sweep_dir, *([Path(publish)] if publish else [])]:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "leaderboard.md").write_text(text)
+        board.to_csv(folder / "leaderboard.csv", index=False)
+        loud.to_csv(folder / "leaderboard_loud.csv", index=False)
+        categories.to_csv(folder / "leaderboard_categories.csv", index=False)
+    table.to_csv(sweep_dir / "outcomes.csv", index=False)
+    return text
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="bugzoo score",
+                                description="Recompute the leaderboard of a stored sweep.")
+    p.add_argument("sweep_dir", help="a sweep folder, e.g. results/runs/bench")
+    p.add_argument("--publish", action="store_true",
+                   help="also write the tables into results/")
+    args = p.parse_args(argv)
+    if not Path(args.sweep_dir).is_dir():
+        raise UsageError(f"no sweep folder {args.sweep_dir}")
+    command = f"bugzoo score {args.sweep_dir}" + (" --publish" if args.publish else "")
+    print(score_sweep(Path(args.sweep_dir), Path("results") if args.publish else None, command))
+    return 0

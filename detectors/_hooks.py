@@ -1,0 +1,46 @@
+"""Small helpers shared by the hook-based built-in detectors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch import nn
+
+
+def tensors(value: Any) -> Iterator[torch.Tensor]:
+    """Every tensor in a module's input or output (a tensor, or nested tuples/lists/dicts)."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from tensors(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from tensors(v)
+
+
+def all_finite(value: Any) -> bool:
+    """True when every floating-point tensor in ``value`` is finite."""
+    return all(bool(torch.isfinite(t).all()) for t in tensors(value) if t.is_floating_point())
+
+
+def leaf_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    """Named modules without children (the layers that compute something)."""
+    return [(n, m) for n, m in model.named_modules() if n and not any(True for _ in m.children())]
+
+
+def strip_hooks(model: nn.Module) -> nn.Module:
+    """Drop every module hook from a (copied) model, so probes on a copy trigger no detector."""
+    for m in model.modules():
+        for attr in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
+                     "_backward_pre_hooks", "_forward_hooks_with_kwargs",
+                     "_forward_pre_hooks_with_kwargs", "_forward_hooks_always_called"):
+            store = getattr(m, attr, None)
+            if store is not None:
+                store.clear()
+    for p in model.parameters():
+        if getattr(p, "_backward_hooks", None):
+            p._backward_hooks = None
+    return model

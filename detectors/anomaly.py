@@ -1,0 +1,56 @@
+"""``anomaly``: PyTorch's own ``torch.autograd.detect_anomaly`` used as a detector."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import torch
+
+from bugzoo.detector import Alarm, Detector, RunView
+from bugzoo.telemetry import Observation
+
+ORIGIN = re.compile(r"Error detected in (\w+)")
+
+
+class AnomalyMode(Detector):
+    """Recipe: ``torch.autograd.set_detect_anomaly(True)`` for one debug run (reference notes).
+
+    Anomaly mode records the forward traceback of every autograd node and checks each backward
+    output for NaN. When a backward op returns NaN, PyTorch warns "Error detected in <Op>" with
+    the forward traceback and raises a RuntimeError. The detector captures that warning (by
+    wrapping ``warnings.showwarning``) and returns a ``numerics`` alarm naming the backward op —
+    at teardown when the error ended the run.
+
+    Invasive in outcome and timing only: values are unchanged, but a NaN gradient that a plain
+    run survives becomes a crash, and every forward and backward pays for the recorded
+    tracebacks (typically 1.5-3x slower steps on these small models).
+    """
+
+    def setup(self, run: RunView) -> None:
+        super().setup(run)
+        self.step, self.fired = 0, False
+        self.was_enabled = torch.is_anomaly_enabled()
+        self.was_check_nan = torch.is_anomaly_check_nan_enabled()
+        self.original_showwarning = warnings.showwarning
+        warnings.showwarning = self._showwarning
+        torch.autograd.set_detect_anomaly(True, check_nan=True)
+
+    def _showwarning(self, message, category, filename, lineno, file=None, line=None) -> None:
+        match = ORIGIN.search(str(message))
+        if match and not self.fired:
+            self.fired = True
+            self.queue(self.alarm(self.step, "anomaly_backward_nan", "numerics",
+                                  f"autograd anomaly: {match.group(1)} produced NaN in backward"))
+        self.original_showwarning(message, category, filename, lineno, file, line)
+
+    def observe(self, obs: Observation) -> list[Alarm]:
+        self.step = obs.step + 1
+        return self.flush()
+
+    def teardown(self) -> list[Alarm]:
+        if hasattr(self, "original_showwarning"):
+            torch.autograd.set_detect_anomaly(self.was_enabled, check_nan=self.was_check_nan)
+            warnings.showwarning = self.original_showwarning
+        super().teardown()
+        return self.flush()

@@ -1,0 +1,53 @@
+"""``lr_schedule``: learning-rate schedule sanity — zero, frozen or jumping."""
+
+from __future__ import annotations
+
+from bugzoo.detector import Alarm, Detector, RunView
+from bugzoo.telemetry import Observation
+
+
+class LRSchedule(Detector):
+    """Checklist: "log the learning rate; schedule bugs are common" (reference notes).
+
+    * ``lr_zero``: the learning rate is 0 before the last ``tail`` share of the run;
+    * ``lr_frozen``: a scheduler exists but the rate has not changed for ``flat`` steps
+      (``scheduler.step()`` not called, or called per epoch instead of per step);
+    * ``lr_jump``: the rate changes by more than ``jump`` x between consecutive steps (ignored
+      among rates below ``floor`` x the largest seen, e.g. the end of a cosine decay).
+
+    Category ``optim``. Assumes per-step schedules (a step-decay schedule would need ``flat``
+    above its step size).
+    """
+
+    def __init__(self, flat: int = 30, jump: float = 2.5, tail: float = 0.05,
+                 floor: float = 0.05):
+        self.flat, self.jump, self.tail, self.floor = flat, jump, tail, floor
+
+    def setup(self, run: RunView) -> None:
+        super().setup(run)
+        self.previous: float | None = None
+        self.max_lr = 0.0
+        self.unchanged = 0
+        self.reported: set[str] = set()
+
+    def observe(self, obs: Observation) -> list[Alarm]:
+        found = []
+        lr, prev = obs.lr, self.previous
+        self.previous = lr
+        self.max_lr = max(self.max_lr, lr)
+        if lr == 0 and obs.step < (1 - self.tail) * self.run.steps:
+            found.append(("lr_zero", f"learning rate is 0 at step {obs.step}"))
+        if prev is not None:
+            self.unchanged = self.unchanged + 1 if lr == prev else 0
+            if self.run.lr_scheduler is not None and self.unchanged >= self.flat:
+                found.append(("lr_frozen", f"a scheduler exists but the learning rate stayed "
+                                           f"{lr:.3g} for {self.unchanged} steps"))
+            big = max(lr, prev) >= self.floor * self.max_lr
+            if big and prev > 0 and lr > 0 and max(lr / prev, prev / lr) > self.jump:
+                found.append(("lr_jump", f"learning rate jumped from {prev:.3g} to {lr:.3g}"))
+        alarms = []
+        for symptom, message in found:
+            if symptom not in self.reported:
+                self.reported.add(symptom)
+                alarms.append(self.alarm(obs.step, symptom, "optim", message))
+        return alarms

@@ -1,0 +1,40 @@
+"""``nan_hooks``: the reference notes' NaN-source finder, a NaN check on every module."""
+
+from __future__ import annotations
+
+import torch
+
+from bugzoo.detector import Alarm, Detector, RunView
+from bugzoo.telemetry import Observation
+from detectors._hooks import tensors
+
+
+class NanHooks(Detector):
+    """Recipe: "hook every module" NaN finder (reference notes 002/003), as written there.
+
+    Unlike ``isfinite_hooks`` (leaf layers, NaN and Inf, culprit = first layer with finite
+    inputs), this hooks *every* named module including containers and the model itself, checks
+    outputs for NaN only (Inf passes), and reports the first module whose output holds a NaN.
+    Containers finish after their children, so the first report is the innermost module.
+    """
+
+    def setup(self, run: RunView) -> None:
+        super().setup(run)
+        self.step, self.fired = 0, False
+        for name, module in run.model.named_modules():
+            self.hook(module.register_forward_hook, self._make_hook(name or "<model>"))
+
+    def _make_hook(self, name: str):
+        def check(module, inputs, output) -> None:
+            if self.fired:
+                return
+            if any(t.is_floating_point() and bool(torch.isnan(t).any()) for t in tensors(output)):
+                self.fired = True
+                self.queue(self.alarm(self.step, "nan_activation", "numerics",
+                                      f"NaN in forward output of '{name}' "
+                                      f"({type(module).__name__})"))
+        return check
+
+    def observe(self, obs: Observation) -> list[Alarm]:
+        self.step = obs.step + 1
+        return self.flush()

@@ -1,0 +1,58 @@
+"""``overfit_probe``: can a copy of the model memorise one tiny batch?"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+
+from bugzoo.detector import Alarm, Detector, RunView
+from bugzoo.telemetry import Observation
+from detectors._hooks import strip_hooks
+
+
+class OverfitProbe(Detector):
+    """Recipe: the single-batch overfit test (reference notes: "take 2-8 examples ... the model
+    should overfit perfectly").
+
+    At setup, a deep copy of the model and of the loss (hooks stripped) is trained with its own
+    Adam on the first ``examples`` training rows, read from the split (the loader's generator is
+    untouched), for ``steps`` steps. If the loss does not fall below ``target`` x its first value,
+    a ``model`` alarm is raised at step 0. Non-invasive: the live model, optimizer and data are
+    never touched and torch's RNG state is restored afterwards. It sees what is wrong in the
+    model and loss as built; mistakes in the training loop or with a later onset are invisible.
+    """
+
+    def __init__(self, examples: int = 8, steps: int = 100, lr: float = 1e-2,
+                 target: float = 0.25):
+        self.examples, self.steps, self.lr, self.target = examples, steps, lr, target
+
+    def setup(self, run: RunView) -> None:
+        super().setup(run)
+        first, last = self.probe(run)
+        if not last < self.target * first:
+            self.queue(self.alarm(0, "cannot_overfit", "model",
+                                  f"a copy trained {self.steps} steps on {self.examples} examples "
+                                  f"only went from loss {first:.3g} to {last:.3g}"))
+
+    def probe(self, run: RunView) -> tuple[float, float]:
+        split = run.train_loader.split
+        rows = slice(0, self.examples)
+        inputs = tuple(t.clone().to(run.device) for t in split.inputs(rows))
+        y = split.y[rows].clone().to(run.device)
+        model = strip_hooks(copy.deepcopy(run.model)).train()
+        loss_fn = strip_hooks(copy.deepcopy(run.loss_fn))
+        optimizer = torch.optim.Adam(model.parameters(), lr=self.lr)
+        devices = [run.device] if run.device.type == "cuda" else []
+        losses = []
+        with torch.random.fork_rng(devices=devices):
+            for _ in range(self.steps):
+                optimizer.zero_grad(set_to_none=True)
+                loss = loss_fn(model(*inputs).float(), y)
+                loss.backward()
+                optimizer.step()
+                losses.append(float(loss.detach()))
+        return losses[0], min(losses[-5:])
+
+    def observe(self, obs: Observation) -> list[Alarm]:
+        return self.flush()

@@ -1,0 +1,48 @@
+"""``stale_grads``: gradients already present when a new step's backward begins."""
+
+from __future__ import annotations
+
+import torch
+
+from bugzoo.detector import Alarm, Detector, RunView
+from bugzoo.telemetry import Observation
+
+
+class StaleGrads(Detector):
+    """Heuristic: after ``optimizer.step()`` the next backward must start from empty (``None``)
+    or zeroed gradients; otherwise the loop forgot ``zero_grad()`` and gradients accumulate.
+
+    An optimizer step post-hook arms every parameter; a tensor hook on each parameter, fired when
+    the first backward of the next step reaches it, checks that ``p.grad`` is ``None`` or all
+    zero and disarms it. Micro-batch accumulation inside one step is therefore not flagged.
+    Category ``loop``.
+    """
+
+    def setup(self, run: RunView) -> None:
+        super().setup(run)
+        self.step, self.fired = 0, False
+        self.armed: set[int] = set()
+        self.hook(run.optimizer.register_step_post_hook, self._arm)
+        for name, p in run.model.named_parameters():
+            if p.requires_grad:
+                self.hook(p.register_hook, self._make_check(name, p))
+
+    def _arm(self, optimizer, args, kwargs) -> None:
+        self.armed = {id(p) for p in self.run.model.parameters()}
+
+    def _make_check(self, name: str, param: torch.Tensor):
+        def check(grad) -> None:
+            if id(param) not in self.armed:
+                return
+            self.armed.discard(id(param))
+            if self.fired or param.grad is None or not bool(param.grad.any()):
+                return
+            self.fired = True
+            self.queue(self.alarm(self.step, "stale_gradients", "loop",
+                                  f"{name}.grad was non-zero when backward began after an "
+                                  "optimizer step: zero_grad() missing?"))
+        return check
+
+    def observe(self, obs: Observation) -> list[Alarm]:
+        self.step = obs.step + 1
+        return self.flush()

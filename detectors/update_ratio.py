@@ -1,0 +1,49 @@
+"""``update_ratio``: the size of each update relative to the weights, outside [1e-4, 1e-1]."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from bugzoo.detector import Alarm, Detector, RunView
+from bugzoo.telemetry import Observation
+
+
+class UpdateRatio(Detector):
+    """Heuristic: the update/parameter norm ratio ||dW|| / ||W|| of a healthy run sits around
+    1e-3 (Karpathy's rule of thumb); far above ``high`` the step size is destructive, far below
+    ``low`` nothing learns.
+
+    Uses the median ratio over ``window`` steps. The low bound is only checked while the learning
+    rate is at least ``lr_share`` of the largest learning rate seen, so warm-up and the tail of a
+    decaying schedule do not count. Category ``optim``.
+    """
+
+    def __init__(self, low: float = 1e-4, high: float = 1e-1, window: int = 10,
+                 lr_share: float = 0.2):
+        self.low, self.high, self.window, self.lr_share = low, high, window, lr_share
+
+    def setup(self, run: RunView) -> None:
+        super().setup(run)
+        self.ratios: list[float] = []
+        self.max_lr = 0.0
+        self.fired = False
+
+    def observe(self, obs: Observation) -> list[Alarm]:
+        if self.fired or not math.isfinite(obs.update_ratio):
+            return []
+        self.max_lr = max(self.max_lr, obs.lr)
+        self.ratios.append(obs.update_ratio)
+        if len(self.ratios) < self.window:
+            return []
+        ratio = statistics.median(self.ratios[-self.window:])
+        if ratio > self.high:
+            kind, bound = "update_ratio_high", f"above {self.high:g}"
+        elif ratio < self.low and obs.lr >= self.lr_share * self.max_lr:
+            kind, bound = "update_ratio_low", f"below {self.low:g}"
+        else:
+            return []
+        self.fired = True
+        return [self.alarm(obs.step, kind, "optim",
+                           f"median update/param ratio {ratio:.2e} over {self.window} steps is "
+                           f"{bound} (lr {obs.lr:.2e})")]

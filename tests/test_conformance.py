@@ -1,0 +1,132 @@
+"""The conformance suite passes the built-in detectors and catches broken ones clearly."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+import torch
+
+from bugzoo import conformance
+from bugzoo.cli import main as cli_main
+from bugzoo.conformance import ConformanceError, check_detector, detector_factory
+from bugzoo.detector import Alarm, Detector
+
+
+class LrTweaker(Detector):
+    """Invasive: halves the learning rate at step 3."""
+
+    def observe(self, obs):
+        if obs.step == 3:
+            for group in self.run.optimizer.param_groups:
+                group["lr"] *= 0.5
+        return []
+
+
+class Seeder(Detector):
+    """Invasive: reseeds torch in setup (changes dropout masks)."""
+
+    def setup(self, run):
+        super().setup(run)
+        torch.manual_seed(1234)
+
+
+class ParamNudger(Detector):
+    """Invasive: edits a parameter in place."""
+
+    def observe(self, obs):
+        with torch.no_grad():
+            next(self.run.model.parameters()).mul_(1.0001)
+        return []
+
+
+class Peeker(Detector):
+    """Peeks: finds the live Trainer through gc and reports the planted bug's category."""
+
+    def setup(self, run):
+        super().setup(run)
+        self.bug = next((o.bug for o in gc.get_objects()
+                         if type(o).__name__ == "Trainer" and getattr(o, "bug", None)), None)
+
+    def observe(self, obs):
+        if self.bug is not None and obs.step == 0:
+            return [self.alarm(0, "peek", self.bug.category, "I know what you planted")]
+        return []
+
+
+class HookLeaver(Detector):
+    """Registers a forward hook directly and never removes it."""
+
+    def setup(self, run):
+        super().setup(run)
+        run.model.register_forward_hook(lambda *a: None)
+
+
+class Malformed(Detector):
+    def observe(self, obs):
+        return [Alarm(obs.step, "bad", "nonsense", "category is not a category")]
+
+
+class SharedState(Detector):
+    seen: list = []  # class-level mutable state: shared by every instance
+
+    def setup(self, run):
+        super().setup(run)
+        self.history = SharedState.seen
+
+
+@pytest.mark.parametrize("name", ["nonfinite", "grad_explosion"])
+def test_builtin_detectors_conform(name):
+    assert check_detector(name) == [c.__name__ for c in conformance.CHECKS]
+
+
+def test_bugzoo_check_cli_passes_builtin_and_rejects_unknown(capsys):
+    assert cli_main(["check", "loss_plateau"]) == 0
+    assert "passes all" in capsys.readouterr().out
+    assert cli_main(["check", "nonfinit"]) == 2
+    assert "did you mean 'nonfinite'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("cls", "message"), [
+    (LrTweaker, "column 'lr' at step 4"),
+    (Seeder, "global random state"),
+    (ParamNudger, "invasive"),
+])
+def test_invasive_detectors_fail(cls, message):
+    with pytest.raises(ConformanceError, match=message):
+        conformance.check_non_invasive(detector_factory(cls))
+
+
+def test_peeking_detector_fails():
+    with pytest.raises(ConformanceError, match="peeking: a no-op planted bug"):
+        conformance.check_blind(detector_factory(Peeker))
+
+
+def test_hook_left_behind_fails_with_whole_suite_message():
+    with pytest.raises(ConformanceError,
+                       match=r"check_teardown_removes_hooks: .*model._forward_hooks \(1\)"):
+        check_detector(HookLeaver)
+
+
+def test_malformed_alarm_and_shared_state_fail():
+    with pytest.raises(ConformanceError, match="category 'nonsense'"):
+        conformance.check_alarms_well_formed(detector_factory(Malformed))
+    with pytest.raises(ConformanceError, match="share the same list"):
+        conformance.check_independent_setups(detector_factory(SharedState))
+
+
+def test_cli_reports_failure_with_exit_1(monkeypatch, capsys):
+    real = conformance.detector_factory
+    monkeypatch.setattr(conformance, "detector_factory", lambda name, **p: real(LrTweaker))
+    assert conformance.main(["nonfinite"]) == 1
+    err = capsys.readouterr().err
+    assert "FAIL check_non_invasive" in err and "does not conform" in err
+
+
+@conformance.parametrize_with_checks([Peeker])
+def test_parametrize_with_checks_runs_each_check(detector, check):
+    if check.__name__ == "check_blind":
+        with pytest.raises(ConformanceError):
+            check(detector)
+    else:
+        check(detector)

@@ -1,0 +1,82 @@
+"""Distributed runs: real 2-rank DDP training on gloo, and the two distributed bugs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import quick_cfg
+
+from bugzoo.distributed import _kill, _wait
+from bugzoo.harness.runner import execute
+from bugzoo.telemetry import TIMING_COLUMNS
+
+STEPS, ONSET, PG_TIMEOUT_S, RUN_TIMEOUT_S = 40, 10, 3, 90
+SHORT = (f"harness.steps={STEPS}", f"harness.dist_timeout_s={PG_TIMEOUT_S}",
+         f"harness.timeout_s={RUN_TIMEOUT_S}")
+
+
+def children_of(pid: int) -> list[int]:
+    """Pids whose parent is ``pid`` (zombies included), from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture(scope="module")
+def clean():
+    return execute(quick_cfg("scenario=mlp-ddp_unsynced", "~bug", *SHORT))
+
+
+def test_clean_two_ranks_complete_in_sync(clean):
+    s = clean.summary
+    assert s["outcome"] == "completed", s["rank_errors"]
+    assert s["world_size"] == 2 and s["backend"] == "gloo"
+    assert s["steps_completed"] == STEPS
+    assert s["rank_param_divergence"] == 0.0  # DDP keeps the replicas bitwise equal
+    assert s["final_val_acc"] > 0.6
+    assert s["scenario"] == "mlp-ddp_unsynced.control"
+
+
+def test_rank_skip_hangs_and_is_cleaned_up(clean):
+    t0 = time.monotonic()
+    result = execute(quick_cfg("scenario=mlp-rank_skip", f"bug.onset={ONSET}", *SHORT))
+    wall = time.monotonic() - t0
+    s = result.summary
+    assert s["outcome"] == "hang" and s["hung"] and not s["crashed"]
+    assert wall < RUN_TIMEOUT_S
+    assert "timed out" in s["error"].lower()  # ended by the process-group timeout
+    assert children_of(os.getpid()) == []
+    # before onset, rank 0's trace equals the clean run's
+    stable = [c for c in clean.trace.columns if c not in TIMING_COLUMNS]
+    before = result.trace[stable].iloc[:ONSET].reset_index(drop=True)
+    assert before.equals(clean.trace[stable].iloc[:ONSET].reset_index(drop=True))
+    assert not result.trace[stable].iloc[: ONSET + 1].equals(clean.trace[stable].iloc[: ONSET + 1])
+
+
+def test_ddp_unsynced_ranks_drift_apart(clean):
+    s = execute(quick_cfg("scenario=mlp-ddp_unsynced", *SHORT)).summary
+    assert s["outcome"] == "completed", s["rank_errors"]
+    assert s["rank_param_divergence"] > 0.1 > clean.summary["rank_param_divergence"]
+
+
+def test_deadline_kills_every_rank_group():
+    procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                              start_new_session=True) for _ in range(2)]
+    t0 = time.monotonic()
+    assert _wait(procs, time.monotonic() + 0.5) is False
+    _kill(procs)
+    assert time.monotonic() - t0 < 10
+    assert all(p.returncode == -9 for p in procs)
+    assert children_of(os.getpid()) == []
