@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import textwrap
 
 import pandas as pd
 
 from bugzoo.bugs import all_bugs, get_bug
 from bugzoo.config import scenarios
-from bugzoo.errors import unknown_choice
+from bugzoo.errors import ArgumentParser, unknown_choice
 from bugzoo.models import MODELS
 
 LISTS = ("bugs", "models", "scenarios", "detectors")
@@ -51,7 +50,7 @@ def detectors_table() -> pd.DataFrame:
 
 
 def list_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="bugzoo list", description="List catalogue entries.")
+    parser = ArgumentParser(prog="bugzoo list", description="List catalogue entries.")
     parser.add_argument("what", help=f"one of: {', '.join(LISTS)}")
     args = parser.parse_args(argv)
     tables = {"bugs": bugs_table, "models": models_table, "scenarios": scenarios_table,
@@ -81,7 +80,7 @@ def bug_card(bug_id: str) -> str:
 
 
 def show_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="bugzoo show", description="Show one bug's card.")
+    parser = ArgumentParser(prog="bugzoo show", description="Show one bug's card.")
     parser.add_argument("bug")
     print(bug_card(parser.parse_args(argv).bug))
     return 0

@@ -21,6 +21,8 @@ VERBS: dict[str, tuple[str, str]] = {
     "bench": ("bugzoo.harness.bench:main", "sweep scenarios x seeds with detectors, then score"),
     "score": ("bugzoo.scoring:main", "recompute the leaderboard of a stored sweep"),
     "check": ("bugzoo.conformance:main", "run the conformance suite on one detector"),
+    "validate": ("bugzoo.validity:main", "prove every scenario's bug manifests (statistical test)"),
+    "curves": ("bugzoo.curves:main", "draw a bug's symptom curves: clean vs buggy over seeds"),
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import difflib
 from collections.abc import Iterable
 
@@ -17,3 +18,10 @@ def unknown_choice(kind: str, value: object, choices: Iterable[str]) -> UsageErr
     hint = f"; did you mean '{close[0]}'?" if close else ""
     shown = ", ".join(choices) if len(choices) <= 40 else ", ".join(choices[:40]) + ", ..."
     return UsageError(f"unknown {kind} '{value}'{hint} (valid: {shown})")
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """An argparse parser whose errors are UsageErrors (one line, exit 2) instead of usage dumps."""
+
+    def error(self, message: str):
+        raise UsageError(f"{message} (see '{self.prog} --help')")

@@ -75,9 +75,8 @@ class SharedState(Detector):
         self.history = SharedState.seen
 
 
-@pytest.mark.parametrize("name", ["nonfinite", "grad_explosion"])
-def test_builtin_detectors_conform(name):
-    assert check_detector(name) == [c.__name__ for c in conformance.CHECKS]
+def test_builtin_detector_conforms():
+    assert check_detector("grad_explosion") == [c.__name__ for c in conformance.CHECKS]
 
 
 def test_bugzoo_check_cli_passes_builtin_and_rejects_unknown(capsys):
@@ -123,10 +122,6 @@ def test_cli_reports_failure_with_exit_1(monkeypatch, capsys):
     assert "FAIL check_non_invasive" in err and "does not conform" in err
 
 
-@conformance.parametrize_with_checks([Peeker])
-def test_parametrize_with_checks_runs_each_check(detector, check):
-    if check.__name__ == "check_blind":
-        with pytest.raises(ConformanceError):
-            check(detector)
-    else:
-        check(detector)
+@conformance.parametrize_with_checks(["nonfinite"])
+def test_parametrize_with_checks(detector, check):
+    check(detector)

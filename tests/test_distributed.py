@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import quick_cfg
 
+from bugzoo.detector import load_detector
 from bugzoo.distributed import _kill, _wait
 from bugzoo.harness.runner import execute
 from bugzoo.telemetry import TIMING_COLUMNS
@@ -36,7 +37,8 @@ def children_of(pid: int) -> list[int]:
 
 @pytest.fixture(scope="module")
 def clean():
-    return execute(quick_cfg("scenario=mlp-ddp_unsynced", "~bug", *SHORT))
+    detector = load_detector("isfinite_hooks")  # watches rank 0 only
+    return execute(quick_cfg("scenario=mlp-ddp_unsynced", "~bug", *SHORT), [detector])
 
 
 def test_clean_two_ranks_complete_in_sync(clean):
@@ -47,6 +49,8 @@ def test_clean_two_ranks_complete_in_sync(clean):
     assert s["rank_param_divergence"] == 0.0  # DDP keeps the replicas bitwise equal
     assert s["final_val_acc"] > 0.6
     assert s["scenario"] == "mlp-ddp_unsynced.control"
+    status = s["detectors"]["isfinite_hooks"]
+    assert status["error"] is None and status["seconds"] > 0
 
 
 def test_rank_skip_hangs_and_is_cleaned_up(clean):

@@ -1,0 +1,36 @@
+"""frozen_from_start: the backbone is built with requires_grad=False and never trained."""
+
+from __future__ import annotations
+
+from bugzoo.bugs.base import Bug, Symptom
+
+
+class FrozenFromStart(Bug):
+    def after_build(self, trainer) -> None:
+        # The mistake: code meant for fine-tuning a pretrained backbone freezes it, but here
+        # the backbone is freshly initialised, so its random features are all the head gets.
+        trainer.model.backbone.requires_grad_(False)
+
+
+BUG = FrozenFromStart(
+    id="frozen_from_start",
+    title="Backbone frozen from the start",
+    category="optim",
+    symptom=Symptom("final_val_acc", "lower",
+                    "only the head learns: the loss falls a little and plateaus, backbone "
+                    "parameters never change, validation accuracy ends well below the clean "
+                    "run's"),
+    explanation=("Parameters with requires_grad=False receive no gradient and are skipped by "
+                 "the optimizer. Freezing a randomly initialised backbone (often copied from "
+                 "a fine-tuning recipe that assumed pretrained weights) leaves a linear "
+                 "classifier on random features; a frozen layer is one of the usual reasons "
+                 "the loss barely moves."),
+    buggy="""\
+model = Classifier()
+for p in model.backbone.parameters():
+    p.requires_grad = False                   # meant for a pretrained backbone
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)""",
+    fixed="""\
+model = Classifier()                          # random init: train everything
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)""",
+)

@@ -1,0 +1,45 @@
+"""frozen_layers: a backbone frozen for a warm-up is never unfrozen at the scheduled step."""
+
+from __future__ import annotations
+
+from bugzoo.bugs.base import Bug, Symptom, patch_method
+
+
+class FrozenLayers(Bug):
+    def before_build(self, trainer) -> None:
+        # The mistake: the freeze at step 0 happens, the unfreeze at the scheduled step does not
+        # (e.g. the unfreeze callback checks the wrong step counter or was never registered).
+        def schedule_freezing(self) -> None:
+            pass
+
+        patch_method(trainer, "schedule_freezing", schedule_freezing,
+                     active=lambda: trainer.step >= trainer.onset)
+
+
+BUG = FrozenLayers(
+    id="frozen_layers",
+    title="Backbone frozen for warm-up is never unfrozen",
+    category="optim",
+    symptom=Symptom("final_val_acc", "lower",
+                    "after the scheduled unfreeze step the loss keeps falling only as fast as "
+                    "a linear probe on fixed random features allows; the backbone's gradients "
+                    "stay absent and validation accuracy ends below the clean run's"),
+    explanation=("Freezing a backbone for the first N steps (training only the new head) is a "
+                 "common warm-up. If the unfreeze never runs, every backbone parameter keeps "
+                 "requires_grad=False: it gets no gradient, the optimizer skips it, and the "
+                 "rest of training fits only the head on top of the backbone's initial "
+                 "features. Nothing crashes; the model is just much weaker."),
+    buggy="""\
+model.backbone.requires_grad_(False)          # warm-up: head only
+for step, (x, y) in enumerate(loader):
+    if step == unfreeze_at and epoch > 0:     # never true in a one-epoch-style loop
+        model.backbone.requires_grad_(True)
+    ...""",
+    fixed="""\
+model.backbone.requires_grad_(False)          # warm-up: head only
+for step, (x, y) in enumerate(loader):
+    if step == unfreeze_at:
+        model.backbone.requires_grad_(True)
+    ...""",
+    onset="the scheduled unfreeze step (optim.freeze_backbone_steps)",
+)

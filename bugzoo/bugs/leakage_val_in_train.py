@@ -1,0 +1,47 @@
+"""leakage_val_in_train: the validation examples are also in the training set."""
+
+from __future__ import annotations
+
+import torch
+
+from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.data.base import Split
+
+
+def concat(a: Split, b: Split) -> Split:
+    lengths = None if a.lengths is None else torch.cat([a.lengths, b.lengths])
+    return Split(torch.cat([a.x, b.x]), torch.cat([a.y, b.y]), lengths)
+
+
+class LeakageValInTrain(Bug):
+    def before_build(self, trainer) -> None:
+        original = trainer.load_data
+
+        # The mistake: the training set is built from "all labelled data", validation included.
+        def load_data(self):
+            data = original()
+            return data.with_splits(train=concat(data.train, data.val))
+
+        patch_method(trainer, "load_data", load_data)
+
+
+BUG = LeakageValInTrain(
+    id="leakage_val_in_train",
+    title="Validation examples duplicated into the training set",
+    category="data",
+    symptom=Symptom("val_holdout_gap", "higher",
+                    "validation accuracy runs ahead of accuracy on untouched holdout data: the "
+                    "model is graded on examples it has memorised"),
+    explanation=("When validation examples also appear in the training set (a concatenation of "
+                 "'all labelled data', duplicates across files, an augmentation pipeline that "
+                 "samples from both), the validation metric measures memorisation, not "
+                 "generalisation. It is inflated relative to truly unseen data, and model "
+                 "selection or early stopping on it picks overfitted models. The gap grows with "
+                 "the model's capacity to memorise and with how often it sees each example."),
+    buggy="""\
+train_set = ConcatDataset([train_set, val_set])   # "use all labelled data"
+val_loader = DataLoader(val_set)""",
+    fixed="""\
+train_loader = DataLoader(train_set, shuffle=True)  # validation kept apart
+val_loader = DataLoader(val_set)""",
+)

@@ -1,0 +1,124 @@
+"""The sweep harness: scenario selection, resumability after kill -9, isolation, budgets."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from bugzoo.config import compose_run
+from bugzoo.detector import Detector, load_detector
+from bugzoo.harness import bench, store
+from bugzoo.harness.pool import RunTask, run_pooled
+from bugzoo.harness.runner import execute
+from bugzoo.scoring import outcomes
+
+SCENARIOS = ["mlp-clean", "mlp-double_softmax", "mlp-missing_zero_grad"]
+
+
+def test_scenario_plan_skips_excluded_and_cuda_and_isolates_loud(monkeypatch):
+    from bugzoo import bugs, config
+
+    nodes = {
+        "mlp-clean": {"scenario": "mlp-clean"},
+        "mlp-a": {"scenario": "mlp-a", "defaults": [{"override /bug": "a"}]},
+        "mlp-b": {"scenario": "mlp-b", "defaults": [{"override /bug": "b"}],
+                  "excluded": "flaky on CPU"},
+        "mlp-gpu": {"scenario": "mlp-gpu", "defaults": [{"override /bug": "gpu"}]},
+        "mlp-boom": {"scenario": "mlp-boom", "defaults": [{"override /bug": "boom"}]},
+    }
+    fake = {"a": bugs.Bug("a", "a", "loss", bugs.Symptom("m", "higher", ""), "", "", ""),
+            "gpu": bugs.Bug("gpu", "g", "precision", bugs.Symptom("m", "higher", ""), "", "",
+                            "", requires=("cuda",)),
+            "boom": bugs.Bug("boom", "b", "loop", bugs.Symptom("crashed", "event", ""), "",
+                             "", "", loud=True)}
+    monkeypatch.setattr(config, "scenarios", lambda: nodes)
+    monkeypatch.setattr(bugs, "get_bug", fake.__getitem__)
+    assert bench.scenario_plan(None, cuda=False) == {"mlp-clean": False, "mlp-a": False,
+                                                     "mlp-boom": True}
+    assert "mlp-gpu" in bench.scenario_plan(None, cuda=True)
+    assert bench.scenario_plan(["*-a"], cuda=False) == {"mlp-a": False}
+    assert list(bench.scenario_plan(None, quick=True, cuda=False)) == ["mlp-clean", "mlp-a"]
+    with pytest.raises(bench.UsageError, match="no scenario matches"):
+        bench.scenario_plan(["zzz*"], cuda=False)
+
+
+def _complete(out):
+    return sorted(p.parent for p in out.glob("*/seed*/summary.json"))
+
+
+def _bench(out, *extra):
+    return [sys.executable, "-m", "bugzoo.cli", "bench", "--scenarios", *SCENARIOS,
+            "--seeds", "0,1", "--workers", "1", "--out", str(out), "--no-progress",
+            "--detectors", "grad_explosion", "loss_plateau", "nonfinite",
+            "harness.steps=20", "harness.eval_interval=10", *extra]
+
+
+def test_kill_9_then_resume_loses_nothing(tmp_path):
+    out = tmp_path / "sweep"
+    proc = subprocess.Popen(_bench(out), start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 150
+    while len(_complete(out)) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)  # the bench and its worker, mid-sweep
+    proc.wait()
+    before = {p: (p / "summary.json").stat().st_mtime_ns for p in _complete(out)}
+    assert 2 <= len(before) < 6, "kill the sweep while runs remain"
+    done = subprocess.run(_bench(out), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "resuming: " in done.stderr
+    runs = _complete(out)
+    assert len(runs) == 6
+    assert not list(out.glob("*/.seed*")), "temporary folders left behind"
+    for path, mtime in before.items():  # completed runs were not redone
+        assert (path / "summary.json").stat().st_mtime_ns == mtime
+    for path in runs:
+        summary = store.read_summary(path)
+        assert summary["outcome"] == "completed" and summary["steps_completed"] == 20
+        assert len(store.read_trace(path)) == 20
+        assert set(summary["detectors"]) == {"grad_explosion", "loss_plateau", "nonfinite"}
+    table = outcomes(out)
+    assert len(table) == 18 and not table.duplicated(["detector", "scenario", "seed"]).any()
+    board = pd.read_csv(out / "leaderboard.csv")
+    assert set(board["detector"]) == {"grad_explosion", "loss_plateau", "nonfinite"}
+    assert "bugzoo score" in (out / "leaderboard.md").read_text()
+
+
+def test_hung_pool_worker_becomes_a_recorded_hang(tmp_path):
+    base = ("harness.eval_interval=10",)
+    hang = RunTask("mlp-clean", 0, ("harness.steps=1000000", *base), ("nonfinite",),
+                   str(tmp_path), isolate=False, timeout_s=3)
+    fine = RunTask("mlp-double_softmax", 0, ("harness.steps=20", *base), ("nonfinite",),
+                   str(tmp_path), isolate=False, timeout_s=120)
+    records = {r["scenario"]: r["outcome"] for r in run_pooled([hang, fine], workers=1)}
+    assert records == {"mlp-clean": "hang", "mlp-double_softmax": "completed"}
+    summary = store.read_summary(hang.path)
+    assert summary["hung"] and summary["outcome"] == "hang" and "3 s" in summary["error"]
+    assert "nonfinite" in summary["detectors"]
+
+
+class Sleeper(Detector):
+    name = "sleeper"
+
+    def observe(self, obs):
+        if obs.step == 2:
+            time.sleep(30)
+        return []
+
+
+def test_slow_detector_is_cut_off_and_run_survives():
+    cfg = compose_run(["scenario=mlp-clean", "harness.steps=20", "harness.eval_interval=10",
+                       "harness.detector_budget_s=0.5", "optim.lr=30", "optim.schedule=constant"])
+    t0 = time.perf_counter()
+    result = execute(cfg, [Sleeper(), load_detector("loss_plateau")])
+    assert time.perf_counter() - t0 < 15
+    status = result.summary["detectors"]
+    assert result.summary["outcome"] == "completed"
+    assert "DetectorTimeout" in status["sleeper"]["error"]
+    assert status["loss_plateau"]["error"] is None and status["loss_plateau"]["alarms"] == 1

@@ -1,0 +1,263 @@
+"""The built-in detector suite: each detector fires on its target fault and is quiet and
+non-invasive on clean runs.
+
+Faults come from catalogue scenarios where one exists (``mlp-double_softmax``,
+``mlp-missing_zero_grad``, ``mlp-fp16_no_scaler``) and otherwise from a small local patch of
+the Trainer that plants the real mistake (a NaN weight, dead ReLUs, a head replaced after the
+optimizer was built, ...).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+from torch import nn
+
+from bugzoo.data import BatchLoader
+from bugzoo.detector import load_detector
+from bugzoo.harness.runner import execute
+from bugzoo.models.transformer import SelfAttention
+from bugzoo.summary import trace_digest
+from bugzoo.train import Trainer
+from tests.conftest import quick_cfg
+
+SUITE = ["isfinite_hooks", "nan_hooks", "grad_vanishing", "loss_forensics", "initial_loss",
+         "overfit_probe", "param_audit", "update_ratio", "stale_grads", "ce_probabilities",
+         "attention_rows", "mode_check", "data_checks", "memory_growth", "lr_schedule",
+         "fp16_scaling", "watchdog", "anomaly"]
+CPU = "harness.device=cpu"
+
+
+def run(*overrides: str, detectors=(), steps: int = 60):
+    return execute(quick_cfg(CPU, *overrides, steps=steps),
+                   [load_detector(d) if isinstance(d, str) else d for d in detectors])
+
+
+def alarms_of(result, name: str):
+    return result.alarms[result.alarms["detector"] == name]
+
+
+def symptoms(result, name: str) -> set[str]:
+    return set(alarms_of(result, name)["symptom"])
+
+
+def patch_build_model(monkeypatch, edit) -> None:
+    original = Trainer.build_model
+
+    def build_model(self):
+        model = original(self)
+        with torch.no_grad():
+            edit(model)
+        return model
+
+    monkeypatch.setattr(Trainer, "build_model", build_model)
+
+
+# ------------------------------------------------------------------ clean runs: quiet, same trace
+@pytest.fixture(scope="module")
+def clean_mlp():
+    bare = run("scenario=mlp-clean")
+    watched = run("scenario=mlp-clean", detectors=SUITE)
+    return bare, watched
+
+
+@pytest.fixture(scope="module")
+def clean_transformer():
+    bare = run("scenario=transformer-clean", steps=30)
+    watched = run("scenario=transformer-clean", steps=30, detectors=SUITE)
+    return bare, watched
+
+
+def test_every_suite_detector_is_installed():
+    for name in SUITE:
+        assert load_detector(name).name == name
+
+
+@pytest.mark.parametrize("fixture", ["clean_mlp", "clean_transformer"])
+def test_suite_is_non_invasive_and_quiet_on_clean_runs(fixture, request):
+    bare, watched = request.getfixturevalue(fixture)
+    assert watched.summary["outcome"] == "completed"
+    assert trace_digest(watched.trace) == trace_digest(bare.trace)
+    assert watched.alarms.empty, watched.alarms.to_string()
+    for name, status in watched.summary["detectors"].items():
+        assert status["error"] is None, (name, status)
+
+
+def test_quiet_on_fp16_run_with_scaler():
+    result = run("scenario=mlp-fp16_no_scaler", "bug=null",
+                 detectors=["fp16_scaling", "stale_grads", "update_ratio"], steps=30)
+    assert result.summary["outcome"] == "completed"
+    assert result.alarms.empty, result.alarms.to_string()
+
+
+# ------------------------------------------------------------------ catalogue bugs
+def test_double_softmax_caught_by_simplex_check_and_overfit_probe():
+    result = run("scenario=mlp-double_softmax", detectors=["ce_probabilities", "overfit_probe"],
+                 steps=10)
+    assert symptoms(result, "ce_probabilities") == {"loss_input_probabilities"}
+    assert set(alarms_of(result, "ce_probabilities")["category"]) == {"loss"}
+    assert symptoms(result, "overfit_probe") == {"cannot_overfit"}
+
+
+def test_missing_zero_grad_caught_by_stale_grads():
+    result = run("scenario=mlp-missing_zero_grad", "bug.onset=5",
+                 detectors=["stale_grads"], steps=15)
+    found = alarms_of(result, "stale_grads")
+    assert list(found["symptom"]) == ["stale_gradients"]
+    assert found["step"].iloc[0] == 5  # the first backward that starts from old gradients
+    assert set(found["category"]) == {"loop"}
+
+
+def test_missing_zero_grad_caught_by_loss_forensics():
+    result = run("scenario=mlp-missing_zero_grad", detectors=["loss_forensics"], steps=120)
+    assert symptoms(result, "loss_forensics") & {"divergence", "loss_spikes", "oscillation"}
+
+
+def test_fp16_without_scaler():
+    result = run("scenario=mlp-fp16_no_scaler", detectors=["fp16_scaling"], steps=5)
+    assert symptoms(result, "fp16_scaling") == {"fp16_without_scaler"}
+    assert set(alarms_of(result, "fp16_scaling")["category"]) == {"precision"}
+
+
+# ------------------------------------------------------------------ local plants
+def nan_weight(model: nn.Module) -> None:
+    model.backbone[0].weight[0, 0] = float("nan")
+
+
+def test_forward_hooks_name_the_first_nan_layer(monkeypatch):
+    patch_build_model(monkeypatch, nan_weight)
+    result = run("scenario=mlp-clean", detectors=["isfinite_hooks", "nan_hooks"], steps=3)
+    iso, nan = alarms_of(result, "isfinite_hooks"), alarms_of(result, "nan_hooks")
+    assert len(iso) == 1 and "'backbone.0'" in iso["message"].iloc[0]
+    assert "inputs were finite" in iso["message"].iloc[0]
+    assert len(nan) == 1 and "'backbone.0'" in nan["message"].iloc[0]
+    assert set(iso["category"]) | set(nan["category"]) == {"numerics"}
+
+
+def test_anomaly_mode_names_the_backward_op_and_restores_state(monkeypatch):
+    patch_build_model(monkeypatch, nan_weight)
+    result = run("scenario=mlp-clean", detectors=["anomaly"], steps=3)
+    found = alarms_of(result, "anomaly")
+    assert result.summary["outcome"] == "crashed"  # anomaly mode turns the NaN into an error
+    assert list(found["symptom"]) == ["anomaly_backward_nan"]
+    assert "Backward" in found["message"].iloc[0]
+    assert not torch.is_anomaly_enabled()
+
+
+def test_dead_relus_caught_by_grad_vanishing(monkeypatch):
+    patch_build_model(monkeypatch, lambda m: m.backbone[0].bias.fill_(-100.0))
+    result = run("scenario=mlp-clean", detectors=["grad_vanishing"], steps=15)
+    assert symptoms(result, "grad_vanishing") == {"zero_layer_gradient"}
+
+
+def test_large_init_caught_by_initial_loss(monkeypatch):
+    patch_build_model(monkeypatch, lambda m: m.head.weight.mul_(100.0))
+    result = run("scenario=mlp-clean", detectors=["initial_loss"], steps=2)
+    found = alarms_of(result, "initial_loss")
+    assert list(found["symptom"]) == ["initial_loss_high"] and found["step"].iloc[0] == 0
+
+
+def test_param_audit_sees_head_missing_from_optimizer_and_frozen_layer(monkeypatch):
+    original = Trainer.build_loaders
+
+    def build_loaders(self):  # runs after build_optimizer
+        self.model.head = nn.Linear(self.model.head.in_features, self.model.head.out_features)
+        self.model.backbone[0].weight.requires_grad_(False)
+        return original(self)
+
+    monkeypatch.setattr(Trainer, "build_loaders", build_loaders)
+    result = run("scenario=mlp-clean", detectors=["param_audit"], steps=3)
+    found = alarms_of(result, "param_audit").set_index("symptom")
+    assert {"param_not_in_optimizer", "frozen_param"} <= set(found.index)
+    assert "head.weight" in found.loc["param_not_in_optimizer", "message"]
+    assert found.loc["param_not_in_optimizer", "category"] == "optim"
+
+
+def test_learning_rate_far_too_high_caught_by_update_ratio():
+    result = run("scenario=mlp-clean", "optim.lr=5.0", "optim.schedule=constant",
+                 detectors=["update_ratio"], steps=20)
+    assert symptoms(result, "update_ratio") == {"update_ratio_high"}
+
+
+def test_mask_after_softmax_caught_by_attention_rows(monkeypatch):
+    def attention_weights(self, scores, key_padding):
+        return scores.softmax(dim=-1).masked_fill(key_padding, 0.0)
+
+    monkeypatch.setattr(SelfAttention, "attention_weights", attention_weights)
+    result = run("scenario=transformer-clean", detectors=["attention_rows"], steps=5)
+    found = alarms_of(result, "attention_rows")
+    assert len(found) == 1 and "do not sum to 1" in found["message"].iloc[0]
+
+
+def test_mode_check_sees_both_mode_mistakes(monkeypatch):
+    def evaluate_without_eval(self):
+        with torch.no_grad():
+            for batch in self.val_loader:
+                self.forward(batch.to(self.device))
+        return 1.0, 0.5
+
+    monkeypatch.setattr(Trainer, "evaluate", evaluate_without_eval)
+    result = run("scenario=mlp-clean", detectors=["mode_check"], steps=25)
+    assert symptoms(result, "mode_check") == {"train_mode_in_eval"}
+    assert alarms_of(result, "mode_check")["step"].iloc[0] == 19  # the first evaluation
+
+    def evaluate_not_restoring(self, original=Trainer.evaluate):
+        out = original(self)
+        self.model.eval()
+        return out
+
+    monkeypatch.setattr(Trainer, "evaluate", evaluate_not_restoring)
+    result = run("scenario=mlp-clean", detectors=["mode_check"], steps=25)
+    assert symptoms(result, "mode_check") == {"eval_mode_in_training"}
+
+
+def test_data_checks_see_leakage_and_sorted_unshuffled_batches(monkeypatch):
+    def build_loaders(self):
+        order = torch.argsort(self.data.train.y, stable=True)
+        train = self.data.train.subset(order)
+        self.data = self.data.with_splits(val=train.subset(torch.arange(200)))
+        return (BatchLoader(train, 32, shuffle=False, drop_last=True),
+                BatchLoader(self.data.val, 500, shuffle=False))
+
+    monkeypatch.setattr(Trainer, "build_loaders", build_loaders)
+    result = run("scenario=mlp-clean", detectors=["data_checks"], steps=5)
+    assert {"train_val_overlap", "single_class_batches"} <= symptoms(result, "data_checks")
+    assert set(alarms_of(result, "data_checks")["category"]) == {"data"}
+
+
+def test_memory_leak_caught_by_memory_growth(monkeypatch):
+    original, kept = Trainer.train_step, []
+
+    def train_step(self):
+        kept.append(torch.ones(2**19))  # 2 MiB kept alive per step, as a leaky log would
+        return original(self)
+
+    monkeypatch.setattr(Trainer, "train_step", train_step)
+    result = run("scenario=mlp-clean", detectors=["memory_growth"], steps=60)
+    assert symptoms(result, "memory_growth") == {"memory_growth"}
+
+
+def test_scheduler_never_stepped_caught_by_lr_schedule(monkeypatch):
+    monkeypatch.setattr(Trainer, "scheduler_step", lambda self: None)
+    result = run("scenario=mlp-clean", detectors=["lr_schedule"], steps=40)
+    found = alarms_of(result, "lr_schedule")
+    assert list(found["symptom"]) == ["lr_frozen"] and found["step"].iloc[0] == 30
+
+
+def test_watchdog_sees_a_stalled_step(monkeypatch):
+    original = Trainer.optimizer_step
+
+    def optimizer_step(self):
+        if self.step == 12:
+            time.sleep(2.0)  # a rank waiting on a collective
+        original(self)
+
+    monkeypatch.setattr(Trainer, "optimizer_step", optimizer_step)
+    dog = load_detector("watchdog", min_gap_s=1.0, factor=5.0, timeout_s=1.0, poll_s=0.05)
+    result = run("scenario=mlp-clean", detectors=[dog], steps=20)
+    found = alarms_of(result, "watchdog")
+    assert len(found) == 1 and found["step"].iloc[0] == 12
+    assert found["symptom"].iloc[0] in {"step_stall", "no_heartbeat"}
+    assert not dog.thread.is_alive()
