@@ -10,6 +10,7 @@ from bugzoo.bugs import all_bugs, get_bug
 from bugzoo.config import scenarios
 from bugzoo.errors import ArgumentParser, unknown_choice
 from bugzoo.models import MODELS
+from bugzoo.tables import markdown
 
 LISTS = ("bugs", "models", "scenarios", "detectors")
 
@@ -52,13 +53,17 @@ def detectors_table() -> pd.DataFrame:
 def list_main(argv: list[str]) -> int:
     parser = ArgumentParser(prog="bugzoo list", description="List catalogue entries.")
     parser.add_argument("what", help=f"one of: {', '.join(LISTS)}")
+    parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     args = parser.parse_args(argv)
     tables = {"bugs": bugs_table, "models": models_table, "scenarios": scenarios_table,
               "detectors": detectors_table}
     if args.what not in tables:
         raise unknown_choice("list", args.what, LISTS)
     table = tables[args.what]()
-    print(table.to_string(index=False) if len(table) else f"(no {args.what})")
+    if not len(table):
+        print(f"(no {args.what})")
+    else:
+        print(markdown(table) if args.markdown else table.to_string(index=False))
     return 0
 
 

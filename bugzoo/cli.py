@@ -22,7 +22,12 @@ VERBS: dict[str, tuple[str, str]] = {
     "score": ("bugzoo.scoring:main", "recompute the leaderboard of a stored sweep"),
     "check": ("bugzoo.conformance:main", "run the conformance suite on one detector"),
     "validate": ("bugzoo.validity:main", "prove every scenario's bug manifests (statistical test)"),
+    "perf": ("bugzoo.perf:main", "measure speed: clean baselines, telemetry/detector overhead"),
     "curves": ("bugzoo.curves:main", "draw a bug's symptom curves: clean vs buggy over seeds"),
+    "quiz": ("bugzoo.quiz:main", "spot-the-bug quiz in the terminal (answers from stdin)"),
+    "export": ("bugzoo.export:main", "write a standalone buggy.py / fixed.py reproducer pair"),
+    "report": ("bugzoo.report:main", "build the static HTML catalogue under results/report"),
+    "exercise": ("bugzoo.exercises:main", "guided exercises: plant a NaN, overfit one batch"),
 }
 
 

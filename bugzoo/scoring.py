@@ -122,6 +122,7 @@ def _summarize(g: pd.DataFrame) -> dict:
     delays = g["delay_steps"].dropna().astype(float)
     row = {"runs": len(g), "buggy_runs": buggy, "clean_runs": clean, "hits": hits,
            "early": early, "false_alarms": fa,
+           "detector_errors": int(g["detector_error"].notna().sum()),
            **_rate("recall", hits, buggy), **_rate("false_alarm_rate", fa, clean),
            **_rate("precision", hits, hits + early + fa),
            "f1": 2 * precision * recall / (precision + recall)

@@ -36,10 +36,20 @@ class SymptomResult:
     def manifests(self, alpha: float) -> bool:
         return self.p_value < alpha
 
+    def separates(self) -> bool:
+        """Every buggy run is worse than every clean run (missing values count as worst)."""
+        if self.direction in ("event", "varies"):
+            return all(map(bool, self.buggy)) and not any(map(bool, self.clean))
+        worst = -math.inf if self.direction == "lower" else math.inf
+        buggy = [worst if x is None or x != x else x for x in self.buggy]
+        if self.direction == "lower":
+            return max(buggy) < min(self.clean)
+        return min(buggy) > max(self.clean)
+
 
 def compare(metric: str, direction: str, buggy: list, clean: list) -> tuple[float, float]:
     """One-sided test that ``buggy`` moved in ``direction`` from ``clean``: (p-value, effect)."""
-    if direction == "event":
+    if direction in ("event", "varies"):  # "varies": values say whether two runs differed
         b, c = sum(map(bool, buggy)), sum(map(bool, clean))
         table = [[b, len(buggy) - b], [c, len(clean) - c]]
         p = stats.fisher_exact(table, alternative="greater").pvalue
@@ -76,8 +86,6 @@ def check_symptom(overrides: list[str], seeds: list[int], extra: list[str] = ())
     for seed in seeds:
         buggy.append(_measure(base, seed, metric, direction))
         clean.append(_measure(clean_overrides(base), seed, metric, direction))
-    if direction == "varies":
-        direction = "event"
     p, effect = compare(metric, direction, buggy, clean)
     return SymptomResult(bug.id, metric, direction, buggy, clean, p, effect)
 

@@ -26,11 +26,6 @@ def all_finite(value: Any) -> bool:
     return all(bool(torch.isfinite(t).all()) for t in tensors(value) if t.is_floating_point())
 
 
-def leaf_modules(model: nn.Module) -> list[tuple[str, nn.Module]]:
-    """Named modules without children (the layers that compute something)."""
-    return [(n, m) for n, m in model.named_modules() if n and not any(True for _ in m.children())]
-
-
 def strip_hooks(model: nn.Module) -> nn.Module:
     """Drop every module hook from a (copied) model, so probes on a copy trigger no detector."""
     for m in model.modules():

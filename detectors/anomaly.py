@@ -18,13 +18,14 @@ class AnomalyMode(Detector):
 
     Anomaly mode records the forward traceback of every autograd node and checks each backward
     output for NaN. When a backward op returns NaN, PyTorch warns "Error detected in <Op>" with
-    the forward traceback and raises a RuntimeError. The detector captures that warning (by
-    wrapping ``warnings.showwarning``) and returns a ``numerics`` alarm naming the backward op —
+    the forward traceback and raises a RuntimeError. The detector captures that warning (it
+    wraps ``warnings.showwarning`` and lets that message through any "ignore" filter, both
+    restored at teardown) and returns a ``numerics`` alarm naming the backward op —
     at teardown when the error ended the run.
 
     Invasive in outcome and timing only: values are unchanged, but a NaN gradient that a plain
     run survives becomes a crash, and every forward and backward pays for the recorded
-    tracebacks (typically 1.5-3x slower steps on these small models).
+    tracebacks (about 2x the wall time of a clean mlp or transformer run here).
     """
 
     def setup(self, run: RunView) -> None:
@@ -32,6 +33,9 @@ class AnomalyMode(Detector):
         self.step, self.fired = 0, False
         self.was_enabled = torch.is_anomaly_enabled()
         self.was_check_nan = torch.is_anomaly_check_nan_enabled()
+        self.warning_state = warnings.catch_warnings()  # restores filters and showwarning
+        self.warning_state.__enter__()
+        warnings.filterwarnings("always", message="Error detected in")
         self.original_showwarning = warnings.showwarning
         warnings.showwarning = self._showwarning
         torch.autograd.set_detect_anomaly(True, check_nan=True)
@@ -49,8 +53,9 @@ class AnomalyMode(Detector):
         return self.flush()
 
     def teardown(self) -> list[Alarm]:
-        if hasattr(self, "original_showwarning"):
+        if hasattr(self, "warning_state"):
             torch.autograd.set_detect_anomaly(self.was_enabled, check_nan=self.was_check_nan)
-            warnings.showwarning = self.original_showwarning
+            self.warning_state.__exit__(None, None, None)
+            del self.warning_state
         super().teardown()
         return self.flush()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from torch import nn
 
 from bugzoo.detector import Alarm, Detector, RunView
 from bugzoo.telemetry import Observation
@@ -28,7 +29,8 @@ class CEProbabilities(Detector):
     def setup(self, run: RunView) -> None:
         super().setup(run)
         self.step, self.fired = 0, False
-        self.hook(run.loss_fn.register_forward_pre_hook, self._check)
+        if isinstance(run.loss_fn, nn.Module):  # a plain function cannot be hooked
+            self.hook(run.loss_fn.register_forward_pre_hook, self._check)
 
     def _check(self, module, inputs) -> None:
         if self.fired or not inputs or not isinstance(inputs[0], torch.Tensor):

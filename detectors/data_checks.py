@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 
 import torch
+from torch import nn
 
 from bugzoo.detector import Alarm, Detector, RunView
 from bugzoo.telemetry import Observation
@@ -38,7 +39,8 @@ class DataChecks(Detector):
         for symptom, message in self.audit(run.train_loader.split, run.val_loader.split,
                                            run.num_classes):
             self.queue(self.alarm(0, symptom, "data", message))
-        self.hook(run.loss_fn.register_forward_pre_hook, self._check_batch)
+        if isinstance(run.loss_fn, nn.Module):  # a plain function cannot be hooked
+            self.hook(run.loss_fn.register_forward_pre_hook, self._check_batch)
 
     def audit(self, train, val, num_classes: int) -> list[tuple[str, str]]:
         found = []

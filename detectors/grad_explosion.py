@@ -12,19 +12,24 @@ from bugzoo.telemetry import Observation
 
 class GradExplosion(Detector):
     """Heuristic: after ``warmup`` steps, a gradient norm above ``factor`` x the median of the
-    last ``window`` finite norms is an explosion (``optim`` alarm, raised once).
+    last ``window`` finite norms for ``patience`` consecutive steps is an explosion (``optim``
+    alarm, raised once, at the step where it became sustained). Requiring a sustained excess
+    ignores the isolated spikes of healthy recurrent-net training.
 
     Non-finite norms are left to the ``nonfinite`` detector.
     """
 
-    def __init__(self, factor: float = 10.0, window: int = 50, warmup: int = 10):
+    def __init__(self, factor: float = 10.0, window: int = 50, warmup: int = 10,
+                 patience: int = 3):
         self.factor = factor
         self.window = window
         self.warmup = warmup
+        self.patience = patience
 
     def setup(self, run: RunView) -> None:
         super().setup(run)
         self.history: deque[float] = deque(maxlen=self.window)
+        self.streak = 0
         self.fired = False
 
     def observe(self, obs: Observation) -> list[Alarm]:
@@ -34,7 +39,9 @@ class GradExplosion(Detector):
         alarms = []
         if len(self.history) >= self.warmup:
             baseline = median(self.history)
-            if baseline > 0 and norm > self.factor * baseline:
+            exceeds = baseline > 0 and norm > self.factor * baseline
+            self.streak = self.streak + 1 if exceeds else 0
+            if self.streak >= self.patience:
                 self.fired = True
                 alarms.append(self.alarm(
                     obs.step, "grad_explosion", "optim",

@@ -1,37 +1,50 @@
-"""``isfinite_hooks``: forward ``isfinite`` hooks that name the first layer to go non-finite."""
+"""``isfinite_hooks``: forward ``isfinite`` hooks that name the module where values go non-finite."""
 
 from __future__ import annotations
 
 from bugzoo.detector import Alarm, Detector, RunView
 from bugzoo.telemetry import Observation
-from detectors._hooks import all_finite, leaf_modules
+from detectors._hooks import all_finite
 
 
 class IsFiniteHooks(Detector):
-    """Recipe: NaN forensics with a forward hook on every leaf layer (reference notes).
+    """Recipe: NaN forensics with a forward hook on every layer (reference notes): "the first
+    layer that produces them is the culprit".
 
-    Each leaf module checks its output with ``torch.isfinite``; the culprit is the first layer
-    (in execution order) whose inputs are finite but whose output is not. One ``numerics`` alarm
-    names it. Costs one reduction per layer per forward pass.
+    Every module checks its output with ``torch.isfinite``. The culprit is the first module whose
+    inputs are all finite but whose output is not; as a container finishes after its children,
+    this is the innermost module whose *own* computation went wrong (e.g. the softmax inside an
+    attention block, not the projection after it). One ``numerics`` alarm names it. If
+    non-finite values only ever arrive from the inputs of the model, a ``data`` alarm says so.
+    Costs one reduction per module per forward pass.
     """
 
     def setup(self, run: RunView) -> None:
         super().setup(run)
         self.step, self.fired = 0, False
-        for name, module in leaf_modules(run.model):
-            self.hook(module.register_forward_hook, self._make_hook(name))
+        self.fed_nonfinite: str | None = None
+        for name, module in run.model.named_modules():
+            self.hook(module.register_forward_hook, self._make_hook(name or "<model>"))
 
     def _make_hook(self, name: str):
         def check(module, inputs, output) -> None:
             if self.fired or all_finite(output):
                 return
+            if not all_finite(inputs):
+                self.fed_nonfinite = self.fed_nonfinite or name
+                return
             self.fired = True
-            origin = "its inputs were finite" if all_finite(inputs) else "inputs already non-finite"
             self.queue(self.alarm(self.step, "nonfinite_activation", "numerics",
-                                  f"first non-finite output in layer '{name}' "
-                                  f"({type(module).__name__}); {origin}"))
+                                  f"first non-finite output in '{name}' ({type(module).__name__}) "
+                                  "although its inputs were finite"))
         return check
 
     def observe(self, obs: Observation) -> list[Alarm]:
         self.step = obs.step + 1
-        return self.flush()
+        alarms = self.flush()
+        if not self.fired and self.fed_nonfinite is not None:
+            self.fired = True
+            alarms.append(self.alarm(obs.step, "nonfinite_input", "data",
+                                     f"non-finite values reach '{self.fed_nonfinite}' from the "
+                                     "model's inputs"))
+        return alarms

@@ -12,21 +12,19 @@ class LRSchedule(Detector):
     * ``lr_zero``: the learning rate is 0 before the last ``tail`` share of the run;
     * ``lr_frozen``: a scheduler exists but the rate has not changed for ``flat`` steps
       (``scheduler.step()`` not called, or called per epoch instead of per step);
-    * ``lr_jump``: the rate changes by more than ``jump`` x between consecutive steps (ignored
-      among rates below ``floor`` x the largest seen, e.g. the end of a cosine decay).
+    * ``lr_jump``: the rate rises by more than ``jump`` x from one step to the next (a restarted
+      or re-created schedule; falls are left alone: decays legitimately drop fast near their end).
 
     Category ``optim``. Assumes per-step schedules (a step-decay schedule would need ``flat``
     above its step size).
     """
 
-    def __init__(self, flat: int = 30, jump: float = 2.5, tail: float = 0.05,
-                 floor: float = 0.05):
-        self.flat, self.jump, self.tail, self.floor = flat, jump, tail, floor
+    def __init__(self, flat: int = 30, jump: float = 2.5, tail: float = 0.05):
+        self.flat, self.jump, self.tail = flat, jump, tail
 
     def setup(self, run: RunView) -> None:
         super().setup(run)
         self.previous: float | None = None
-        self.max_lr = 0.0
         self.unchanged = 0
         self.reported: set[str] = set()
 
@@ -34,7 +32,6 @@ class LRSchedule(Detector):
         found = []
         lr, prev = obs.lr, self.previous
         self.previous = lr
-        self.max_lr = max(self.max_lr, lr)
         if lr == 0 and obs.step < (1 - self.tail) * self.run.steps:
             found.append(("lr_zero", f"learning rate is 0 at step {obs.step}"))
         if prev is not None:
@@ -42,8 +39,7 @@ class LRSchedule(Detector):
             if self.run.lr_scheduler is not None and self.unchanged >= self.flat:
                 found.append(("lr_frozen", f"a scheduler exists but the learning rate stayed "
                                            f"{lr:.3g} for {self.unchanged} steps"))
-            big = max(lr, prev) >= self.floor * self.max_lr
-            if big and prev > 0 and lr > 0 and max(lr / prev, prev / lr) > self.jump:
+            if prev > 0 and lr > self.jump * prev:
                 found.append(("lr_jump", f"learning rate jumped from {prev:.3g} to {lr:.3g}"))
         alarms = []
         for symptom, message in found:

@@ -17,7 +17,8 @@ class ModeCheck(Detector):
     Training: ``obs.training`` false at a training step. Evaluation: a forward hook on every
     dropout and BatchNorm layer fires under ``torch.no_grad()`` (how the loop evaluates) while the
     layer is still in training mode — dropout noise in the metrics and BatchNorm statistics
-    updated from validation data. Category ``eval``.
+    updated from validation data. Categories: ``eval`` for the evaluation mistake, ``loop`` for
+    training steps left in eval mode (the loop never calls ``model.train()`` again).
     """
 
     def setup(self, run: RunView) -> None:
@@ -41,7 +42,7 @@ class ModeCheck(Detector):
         alarms = self.flush()
         if not obs.training and "train" not in self.reported:
             self.reported.add("train")
-            alarms.append(self.alarm(obs.step, "eval_mode_in_training", "eval",
+            alarms.append(self.alarm(obs.step, "eval_mode_in_training", "loop",
                                      "the model was in eval mode during a training step "
                                      "(model.train() not restored after evaluation?)"))
         return alarms

@@ -96,7 +96,8 @@ def test_hung_pool_worker_becomes_a_recorded_hang(tmp_path):
                    str(tmp_path), isolate=False, timeout_s=3)
     fine = RunTask("mlp-double_softmax", 0, ("harness.steps=20", *base), ("nonfinite",),
                    str(tmp_path), isolate=False, timeout_s=120)
-    records = {r["scenario"]: r["outcome"] for r in run_pooled([hang, fine], workers=1)}
+    # one worker takes them in order: the fine run completes, then the hang breaks the pool
+    records = {r["scenario"]: r["outcome"] for r in run_pooled([fine, hang], workers=1)}
     assert records == {"mlp-clean": "hang", "mlp-double_softmax": "completed"}
     summary = store.read_summary(hang.path)
     assert summary["hung"] and summary["outcome"] == "hang" and "3 s" in summary["error"]

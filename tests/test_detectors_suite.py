@@ -10,6 +10,7 @@ optimizer was built, ...).
 from __future__ import annotations
 
 import time
+import warnings
 
 import pytest
 import torch
@@ -86,7 +87,7 @@ def test_suite_is_non_invasive_and_quiet_on_clean_runs(fixture, request):
 
 
 def test_quiet_on_fp16_run_with_scaler():
-    result = run("scenario=mlp-fp16_no_scaler", "bug=null",
+    result = run("scenario=mlp-clean", "harness.precision=fp16", "optim.grad_scaler=true",
                  detectors=["fp16_scaling", "stale_grads", "update_ratio"], steps=30)
     assert result.summary["outcome"] == "completed"
     assert result.alarms.empty, result.alarms.to_string()
@@ -136,6 +137,21 @@ def test_forward_hooks_name_the_first_nan_layer(monkeypatch):
     assert set(iso["category"]) | set(nan["category"]) == {"numerics"}
 
 
+def test_nonfinite_inputs_blamed_on_the_data(monkeypatch):
+    original = Trainer.normalize
+
+    def normalize(self, data):
+        data = original(self, data)
+        data.train.x[:, 0] = float("nan")
+        return data
+
+    monkeypatch.setattr(Trainer, "normalize", normalize)
+    result = run("scenario=mlp-clean", detectors=["isfinite_hooks", "data_checks"], steps=2)
+    assert symptoms(result, "isfinite_hooks") == {"nonfinite_input"}
+    assert "nonfinite_inputs" in symptoms(result, "data_checks")
+
+
+@pytest.mark.filterwarnings("ignore:Error detected in")
 def test_anomaly_mode_names_the_backward_op_and_restores_state(monkeypatch):
     patch_build_model(monkeypatch, nan_weight)
     result = run("scenario=mlp-clean", detectors=["anomaly"], steps=3)
@@ -144,6 +160,7 @@ def test_anomaly_mode_names_the_backward_op_and_restores_state(monkeypatch):
     assert list(found["symptom"]) == ["anomaly_backward_nan"]
     assert "Backward" in found["message"].iloc[0]
     assert not torch.is_anomaly_enabled()
+    assert warnings.showwarning.__name__ != "_showwarning"
 
 
 def test_dead_relus_caught_by_grad_vanishing(monkeypatch):
@@ -153,7 +170,7 @@ def test_dead_relus_caught_by_grad_vanishing(monkeypatch):
 
 
 def test_large_init_caught_by_initial_loss(monkeypatch):
-    patch_build_model(monkeypatch, lambda m: m.head.weight.mul_(100.0))
+    patch_build_model(monkeypatch, lambda m: m.head.weight.mul_(1000.0))
     result = run("scenario=mlp-clean", detectors=["initial_loss"], steps=2)
     found = alarms_of(result, "initial_loss")
     assert list(found["symptom"]) == ["initial_loss_high"] and found["step"].iloc[0] == 0
@@ -168,9 +185,11 @@ def test_param_audit_sees_head_missing_from_optimizer_and_frozen_layer(monkeypat
         return original(self)
 
     monkeypatch.setattr(Trainer, "build_loaders", build_loaders)
-    result = run("scenario=mlp-clean", detectors=["param_audit"], steps=3)
+    result = run("scenario=mlp-clean", detectors=["param_audit"], steps=12)
     found = alarms_of(result, "param_audit").set_index("symptom")
     assert {"param_not_in_optimizer", "frozen_param"} <= set(found.index)
+    assert found.loc["param_not_in_optimizer", "step"] == 0
+    assert found.loc["frozen_param", "step"] == 3  # frozen longer than a quarter of the run
     assert "head.weight" in found.loc["param_not_in_optimizer", "message"]
     assert found.loc["param_not_in_optimizer", "category"] == "optim"
 
@@ -192,6 +211,8 @@ def test_mask_after_softmax_caught_by_attention_rows(monkeypatch):
 
 
 def test_mode_check_sees_both_mode_mistakes(monkeypatch):
+    clean_evaluate = Trainer.evaluate
+
     def evaluate_without_eval(self):
         with torch.no_grad():
             for batch in self.val_loader:
@@ -203,8 +224,8 @@ def test_mode_check_sees_both_mode_mistakes(monkeypatch):
     assert symptoms(result, "mode_check") == {"train_mode_in_eval"}
     assert alarms_of(result, "mode_check")["step"].iloc[0] == 19  # the first evaluation
 
-    def evaluate_not_restoring(self, original=Trainer.evaluate):
-        out = original(self)
+    def evaluate_not_restoring(self):
+        out = clean_evaluate(self)
         self.model.eval()
         return out
 

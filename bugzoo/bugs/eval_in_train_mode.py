@@ -50,5 +50,5 @@ model.eval()
 with torch.no_grad():
     val_loss = loss_fn(model(x_val), y_val)
 model.train()""",
-    models=("mlp", "transformer", "resnet"),
+    models=("mlp",),
 )

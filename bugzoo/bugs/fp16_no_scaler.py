@@ -18,8 +18,33 @@ BUG = Fp16NoScaler(
     id="fp16_no_scaler",
     title="float16 autocast without a GradScaler",
     category="precision",
-    symptom=Symptom("final_val_loss", "higher", "TBD"),
-    explanation="TBD",
-    buggy="TBD",
-    fixed="TBD",
+    symptom=Symptom("mean_zero_grad_frac", "higher",
+                    "more gradient entries are exactly zero than in the same fp16 run with a "
+                    "scaler: small gradients underflow in float16 and those weights stop "
+                    "learning; in larger models or with large gradients, steps with inf/NaN "
+                    "gradients are applied instead of skipped"),
+    explanation=("float16 flushes magnitudes below about 6e-8 to zero (and loses precision "
+                 "below 6e-5). Under autocast the backward pass runs in float16, so small "
+                 "gradients vanish before they reach the float32 weights. GradScaler multiplies "
+                 "the loss by a large factor (65536 to start) so gradients stay representable, "
+                 "unscales them before the step, and skips steps whose gradients overflowed. "
+                 "Measured here (CPU autocast, 40-150 steps): on the mlp the fraction of "
+                 "exactly-zero gradient entries rises by about 0.01-0.02 in every seed tried "
+                 "(e.g. 0.086 vs 0.068), while accuracy barely moves; on the lstm, transformer "
+                 "and resnet the difference is within 0.003, because these tiny models' "
+                 "gradients mostly stay within float16 range. The seed-to-seed spread of the "
+                 "metric is comparable to the effect, so the bug is only listed for the mlp."),
+    buggy="""\
+with torch.autocast("cuda", dtype=torch.float16):
+    loss = criterion(model(x), y)
+loss.backward()                      # fp16 gradients: small ones underflow to 0
+optimizer.step()""",
+    fixed="""\
+scaler = torch.amp.GradScaler("cuda")
+with torch.autocast("cuda", dtype=torch.float16):
+    loss = criterion(model(x), y)
+scaler.scale(loss).backward()        # scaled: gradients stay representable
+scaler.step(optimizer)               # unscales; skips steps with inf/NaN gradients
+scaler.update()""",
+    models=("mlp",),
 )

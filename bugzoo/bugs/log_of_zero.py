@@ -37,4 +37,6 @@ loss = F.nll_loss(log_probs, y)""",
     fixed="""\
 log_probs = F.log_softmax(logits, dim=-1)       # or F.cross_entropy(logits, y)
 loss = F.nll_loss(log_probs, y)""",
+    models=("mlp",),
+    onset="present from step 0; manifests once some logit gap exceeds ~100",
 )

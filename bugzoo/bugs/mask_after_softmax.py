@@ -27,15 +27,20 @@ BUG = MaskAfterSoftmax(
     title="Attention padding mask applied after softmax",
     category="model",
     symptom=Symptom("final_val_acc", "lower",
-                    "training still converges but to a worse model: validation accuracy ends "
-                    "below the clean run's, more so the more padding a batch carries"),
+                    "training still converges, but each row's attention mass depends on the "
+                    "batch's padding; validation accuracy is expected to end below the clean "
+                    "run's, though on this mini encoder the drop is within seed noise"),
     explanation=("A key-padding mask must set padded scores to -inf before the softmax so the "
                  "weights over the real tokens sum to 1. Multiplying the probabilities by the "
                  "mask afterwards removes the padded keys' weight without renormalising: each "
                  "row's total attention shrinks with the amount of padding in the batch (which "
                  "depends on the longest sequence in it), and the padded positions' embeddings "
                  "still enter the denominator. The same review gets a different representation "
-                 "depending on its batch-mates and its own length."),
+                 "depending on its batch-mates and its own length. Measured on the mini "
+                 "encoder here (CPU, 150 steps): the model largely compensates, and final "
+                 "validation accuracy stays within seed noise of the clean run's (0.865/0.845 "
+                 "vs 0.867/0.838 for seeds 0/1; with lengths 2-64 0.845 vs 0.823; evaluated one "
+                 "review at a time, without padding, 0.857 vs 0.867)."),
     buggy="""\
 weights = scores.softmax(dim=-1)
 weights = weights * (~key_padding)            # mask after softmax""",

@@ -37,4 +37,5 @@ def forward(self, x):
     return self.head(self.backbone(x))      # raw logits; softmax, if needed, over dim=-1
 
 loss = nn.CrossEntropyLoss()(model(x), y)""",
+    models=("mlp",),  # with 2 classes (lstm, transformer) the harm is marginal
 )

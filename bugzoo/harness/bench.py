@@ -56,6 +56,7 @@ def scenario_plan(patterns: list[str] | None, quick: bool = False,
         if not chosen:
             raise UsageError(f"no scenario matches {' '.join(patterns)}")
     plan: dict[str, bool] = {}
+    categories: dict[str, str] = {}
     for sid in chosen:
         node = nodes[sid]
         if node.get("excluded"):
@@ -65,13 +66,16 @@ def scenario_plan(patterns: list[str] | None, quick: bool = False,
         if bug is not None and "cuda" in bug.requires and not cuda:
             log.info("skipping %s: needs CUDA", sid)
             continue
+        categories[sid] = bug.category if bug else "clean"
         multi_rank = int((node.get("harness") or {}).get("world_size", 1)) > 1
         plan[sid] = multi_rank or bool(bug and (bug.loud or bug.category == "distributed"
                                                 or "distributed" in bug.requires))
-    if quick and not patterns:
-        bugs = [s for s in plan if s.startswith("mlp-") and s != "mlp-clean" and not plan[s]]
-        keep = ["mlp-clean", *bugs[:QUICK_BUGS]]
-        plan = {s: plan[s] for s in keep if s in plan}
+    if quick and not patterns:  # the mlp control plus silent mlp bugs of distinct categories
+        keep = {"clean": "mlp-clean"}
+        for sid, isolate in plan.items():
+            if sid.startswith("mlp-") and not isolate and len(keep) <= QUICK_BUGS:
+                keep.setdefault(categories[sid], sid)
+        plan = {s: plan[s] for s in keep.values() if s in plan}
     return plan
 
 
@@ -118,10 +122,11 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="bugzoo bench",
         description="Sweep scenarios x seeds with detectors watching, then score them.")
-    p.add_argument("overrides", nargs="*",
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
                    help="run-setting overrides for every run, e.g. harness.steps=100")
     p.add_argument("--quick", action="store_true",
-                   help="smoke sweep: mlp clean + a few mlp bugs, 1 seed, 60 steps")
+                   help="smoke sweep: mlp clean + a few mlp bugs of distinct categories, "
+                   "1 seed, 60 steps")
     p.add_argument("--scenarios", nargs="+", metavar="GLOB", help="scenario id globs")
     p.add_argument("--seeds", help="comma-separated seeds (default 0,1,2; --quick: 0)")
     p.add_argument("--detectors", nargs="+", metavar="NAME",
@@ -139,7 +144,9 @@ def main(argv: list[str]) -> int:
     from bugzoo.errors import unknown_choice
     from bugzoo.scoring import score_sweep
 
-    args = _parser().parse_args(argv)
+    # KEY=VALUE items are run-setting overrides wherever they stand (after --detectors too)
+    overrides = [a for a in argv if "=" in a and not a.startswith("-")]
+    args = _parser().parse_args([a for a in argv if a not in overrides])
     if args.workers < 1:
         raise UsageError("--workers must be at least 1")
     name = args.sweep or ("quick" if args.quick else "bench")
@@ -150,7 +157,7 @@ def main(argv: list[str]) -> int:
         if d not in installed:
             raise unknown_choice("detector", d, installed)
     seeds = parse_seeds(args.seeds) if args.seeds else ([0] if args.quick else list(DEFAULT_SEEDS))
-    overrides = [*(QUICK_OVERRIDES if args.quick else ()), *args.overrides]
+    overrides = [*(QUICK_OVERRIDES if args.quick else ()), *overrides]
     plan = scenario_plan(args.scenarios, quick=args.quick)
     if not plan:
         raise UsageError("no scenario left to run (all excluded or needing CUDA)")

@@ -1,0 +1,50 @@
+"""sqrt_at_zero: token states are RMS-normalised with the epsilon outside the square root."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from bugzoo.bugs.base import Bug, Symptom, patch_method
+
+
+def encode(self, tokens: Tensor, lengths: Tensor) -> Tensor:
+    key_padding = tokens == self.pad_id
+    positions = torch.arange(tokens.shape[1], device=tokens.device)
+    x = self.tokens(tokens) + self.positions(positions)
+    for layer in self.layers:
+        x = layer(x, key_padding)
+    keep = (~key_padding).unsqueeze(-1).to(x.dtype)
+    x = x * keep
+    # The mistake: RMS-normalise each token with eps added after the sqrt. Padded rows are
+    # exactly 0, where sqrt has an infinite derivative: the forward is finite, the backward is
+    # 0 * inf = NaN and flows into every weight through the mask.
+    x = x / (x.pow(2).mean(-1, keepdim=True).sqrt() + 1e-6)
+    return self.norm(x.sum(1) / keep.sum(1).clamp_min(1))
+
+
+class SqrtAtZero(Bug):
+    def after_build(self, trainer) -> None:
+        patch_method(trainer.model.backbone, "forward", encode)
+
+
+BUG = SqrtAtZero(
+    id="sqrt_at_zero",
+    title="Norm without epsilon inside the sqrt (NaN gradient at zero)",
+    category="numerics",
+    symptom=Symptom("nonfinite", "event",
+                    "the first loss is finite, but the first backward yields NaN gradients and "
+                    "every later loss is NaN"),
+    explanation=("d/du sqrt(u) = 1 / (2 sqrt(u)) is infinite at u = 0. An all-zero vector (here "
+                 "the masked padding positions) gives a finite forward, 0 / (0 + eps) = 0, but "
+                 "the backward multiplies a zero upstream gradient by infinity: NaN. Put the "
+                 "epsilon inside the root (torch.rsqrt(ms + eps)), or use F.normalize / "
+                 "torch.linalg.vector_norm, whose backward handles zero."),
+    buggy="""\
+x = x * keep                                             # padded rows are exactly 0
+x = x / (x.pow(2).mean(-1, keepdim=True).sqrt() + 1e-6)  # eps outside the sqrt""",
+    fixed="""\
+x = x * keep
+x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)   # eps inside the sqrt""",
+    models=("transformer",),
+)

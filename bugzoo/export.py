@@ -1,0 +1,80 @@
+"""``bugzoo export <scenario> --out DIR``: a standalone buggy.py / fixed.py reproducer pair.
+
+The scripts are plain PyTorch (no bugzoo import): tiny inline data, model and loop, ending with
+``SYMPTOM <metric>=<value>``. The fixed script is a per-model template; the buggy one is the
+same script plus the bug's small patch (see ``bugzoo.reproducers``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from string import Template
+
+from bugzoo.bugs import get_bug
+from bugzoo.errors import ArgumentParser, UsageError
+from bugzoo.reproducers import Delta
+
+TEMPLATE_MODELS = ("mlp",)  # models with a reproducer template in bugzoo/reproducers/<model>.py
+EXPECT = {"higher": "higher", "lower": "lower", "event": "1 (it happened)"}
+
+
+def _family(model: str):
+    return importlib.import_module(f"bugzoo.reproducers.{model}")
+
+
+def supported() -> list[str]:
+    """Scenario ids that can be exported."""
+    return sorted(f"{m}-{b}" for m in TEMPLATE_MODELS for b in _family(m).DELTAS)
+
+
+def render(scenario: str) -> dict[str, str]:
+    """The ``buggy`` and ``fixed`` scripts of a supported scenario."""
+    if scenario not in supported():
+        raise UsageError(f"no standalone reproducer for scenario '{scenario}' "
+                         f"(supported: {', '.join(supported())})")
+    model, bug_id = scenario.split("-", 1)
+    family, bug = _family(model), get_bug(bug_id)
+    delta: Delta = family.DELTAS[bug_id]
+    fixed = family.TEMPLATE
+    buggy = fixed
+    for old, new in delta.patch:
+        if buggy.count(old) != 1:
+            raise RuntimeError(f"reproducer patch of {bug_id} matches {buggy.count(old)} times: "
+                               f"{old!r}")
+        buggy = buggy.replace(old, new)
+    settings = {**family.DEFAULTS, **delta.settings, "TITLE": bug.title, "SCENARIO": scenario,
+                "METRIC": bug.symptom.metric, "EXPECT": EXPECT[bug.symptom.direction]}
+    return {variant: Template(text).substitute(settings, VARIANT=variant)
+            for variant, text in (("buggy", buggy), ("fixed", fixed))}
+
+
+def export(scenario: str, out: Path) -> list[Path]:
+    scripts = render(scenario)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"cannot create {out} ({e.strerror or e})") from None
+    paths = []
+    for variant, text in scripts.items():
+        path = out / f"{variant}.py"
+        path.write_text(text)
+        paths.append(path)
+    return paths
+
+
+def main(argv: list[str]) -> int:
+    p = ArgumentParser(prog="bugzoo export", description=__doc__.splitlines()[0])
+    p.add_argument("scenario", nargs="?", help="scenario id, e.g. mlp-double_softmax")
+    p.add_argument("--out", type=Path, help="folder for buggy.py and fixed.py")
+    p.add_argument("--list", action="store_true", help="list the exportable scenarios")
+    args = p.parse_args(argv)
+    if args.list:
+        print("\n".join(supported()))
+        return 0
+    if not args.scenario or args.out is None:
+        raise UsageError("give a scenario and --out DIR (or --list)")
+    for path in export(args.scenario, args.out):
+        print(f"wrote {path}")
+    print(f"run: python {args.out / 'fixed.py'} && python {args.out / 'buggy.py'}")
+    return 0

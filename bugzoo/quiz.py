@@ -1,0 +1,243 @@
+"""``bugzoo quiz``: spot-the-bug questions in the terminal, from real runs' symptoms.
+
+Each question shows a buggy run next to its clean control (sparklines, summary numbers and an
+anonymous PNG of the curves) without naming the bug, offers four bugs to choose from, then
+reveals the bug's card: BUGGY and FIXED code and the explanation. Answers are read from stdin
+line by line (a letter A-D), so a quiz can be scripted. Runs come from ``bugzoo validate``'s
+store when present, else are made once with short settings and cached.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from bugzoo.bugs import ALL_MODELS, CATEGORIES, Bug, get_bug
+from bugzoo.catalogue import bug_card
+from bugzoo.config import scenarios
+from bugzoo.errors import ArgumentParser, UsageError, unknown_choice
+from bugzoo.harness import store
+from bugzoo.harness.bench import scenario_bug, scenario_plan, sweep
+
+LETTERS = "ABCD"
+BARS = "▁▂▃▄▅▆▇█"
+SHOWN = ("final_val_acc", "final_val_loss", "max_grad_norm", "nonfinite", "crashed")
+
+
+@dataclass
+class Symptoms:
+    """What was observed: buggy and clean traces and summaries of one scenario."""
+
+    buggy: pd.DataFrame
+    clean: pd.DataFrame
+    buggy_summary: dict
+    clean_summary: dict
+
+
+def pool(category: str | None, model: str | None) -> list[str]:
+    """Buggy scenarios a question can be about: quick in-process runs, matching the filters."""
+    chosen = []
+    for sid, isolate in scenario_plan(None, cuda=False).items():
+        bug_id = scenario_bug(scenarios()[sid])
+        if isolate or bug_id is None:
+            continue
+        bug = get_bug(bug_id)
+        if (category and bug.category != category) or (model and not sid.startswith(f"{model}-")):
+            continue
+        chosen.append(sid)
+    return sorted(chosen)
+
+
+def distractors(bug: Bug, model: str, rng: random.Random) -> list[Bug]:
+    """Three other bugs: same category first, then bugs of the same model."""
+    others = [get_bug(scenario_bug(n)) for s, n in sorted(scenarios().items())
+              if scenario_bug(n) and scenario_bug(n) != bug.id]
+    unique = list({b.id: b for b in others}.values())
+    same_cat = [b for b in unique if b.category == bug.category]
+    same_model = [b for b in unique if model in b.models and b not in same_cat]
+    rest = [b for b in unique if b not in same_cat and b not in same_model]
+    picked: list[Bug] = []
+    for group in (same_cat, same_model, rest):
+        rng.shuffle(group)
+        picked += group[:3 - len(picked)]
+    return picked
+
+
+def _traces(root: Path, sweep_dir: str, scenario: str) -> tuple[pd.DataFrame, dict]:
+    folder = root / sweep_dir / scenario
+    runs = sorted(p.parent for p in folder.glob("seed*/summary.json"))
+    if not runs:
+        return pd.DataFrame(), {}
+    trace = store.read_trace(runs[0]) if (runs[0] / "trace.parquet").is_file() else pd.DataFrame()
+    return trace, store.read_summary(runs[0])
+
+
+def symptoms(scenario: str, stored: Path, cache: Path, steps: int) -> Symptoms:
+    """Stored runs of ``scenario`` and its control, made (1 seed, short) and cached if missing."""
+    from bugzoo.validity import control_of, plan_tasks
+
+    control = control_of(scenario)[0]
+    for root in (stored, cache):
+        if root == cache:
+            tasks, _ = plan_tasks(store.ensure_writable(root), [scenario], [0],
+                                  [f"harness.steps={steps}", "harness.eval_interval=10"])
+            sweep(tasks, workers=1, progress=False)
+        buggy, buggy_summary = _traces(root, "buggy", scenario)
+        clean, clean_summary = _traces(root, "control", control)
+        if buggy_summary and clean_summary:
+            return Symptoms(buggy, clean, buggy_summary, clean_summary)
+    raise UsageError(f"could not produce runs of scenario '{scenario}'")
+
+
+def sparkline(values: list[float], lo: float, hi: float, width: int = 40) -> str:
+    """Unicode bars of ``values`` resampled to ``width``; non-finite values show as '×'."""
+    if not values:
+        return "(no data)"
+    count = min(width, len(values))
+    picks = [values[int(i * len(values) / count)] for i in range(count)]
+    span = (hi - lo) or 1.0
+    return "".join("×" if not math.isfinite(v) else
+                   BARS[min(len(BARS) - 1, max(0, int((v - lo) / span * len(BARS))))]
+                   for v in picks)
+
+
+def _series(trace: pd.DataFrame, column: str) -> list[float]:
+    if trace.empty or column not in trace:
+        return []
+    values = trace[["step", column]].dropna(subset=[column])
+    series = values[column].astype(float)
+    if column == "loss":
+        series = series.rolling(5, min_periods=1).mean()
+    return series.tolist()
+
+
+def describe(s: Symptoms, metric: str) -> str:
+    """The symptom block: sparklines (shared scale per quantity) and summary numbers."""
+    lines = []
+    for column, label in (("loss", "training loss"), ("val_acc", "validation accuracy"),
+                          ("grad_norm", "gradient norm (log)")):
+        runs = {"clean": _series(s.clean, column), "buggy": _series(s.buggy, column)}
+        if column == "grad_norm":
+            runs = {k: [math.log10(v) if v > 0 else -math.inf for v in vs]
+                    for k, vs in runs.items()}
+        finite = [v for vs in runs.values() for v in vs if math.isfinite(v)]
+        if not finite:
+            continue
+        lo, hi = min(finite), max(finite)
+        lines.append(f"  {label} (from {lo:.3g} to {hi:.3g}):")
+        lines += [f"    {name:5s} {sparkline(vs, lo, hi)}" for name, vs in runs.items()]
+    lines.append("  observed:        buggy        clean")
+    for key in dict.fromkeys((metric, *SHOWN)):
+        b, c = s.buggy_summary.get(key), s.clean_summary.get(key)
+        if b is not None or c is not None:
+            lines.append(f"    {key:22s} {_fmt(b):>12s} {_fmt(c):>12s}"
+                         + ("   <- the symptom check" if key == metric else ""))
+    return "\n".join(lines)
+
+
+def _fmt(value) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def draw(s: Symptoms, path: Path) -> Path:
+    """An anonymous figure (no bug named) of the loss and validation accuracy curves."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3))
+    for ax, column in zip(axes, ("loss", "val_acc"), strict=True):
+        for name, trace, colour in (("clean", s.clean, "#1f77b4"), ("buggy", s.buggy, "#d62728")):
+            if not trace.empty and column in trace:
+                t = trace.dropna(subset=[column])
+                ax.plot(t["step"], t[column], label=name, color=colour,
+                        marker="o" if column == "val_acc" else None, ms=3)
+        ax.set_title(column, fontsize=9)
+        ax.set_xlabel("step", fontsize=8)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path
+
+
+def ask(prompt: str) -> str:
+    """One answer line from stdin ('' at end of input)."""
+    print(prompt, end="", flush=True)
+    line = sys.stdin.readline()
+    if not sys.stdin.isatty():
+        print(line.strip())
+    return line.strip()
+
+
+def quiz(n: int, seed: int, category: str | None, model: str | None, stored: Path,
+         cache: Path, steps: int, png_dir: Path | None) -> tuple[int, int]:
+    """Run the quiz; returns (score, questions asked)."""
+    candidates = pool(category, model)
+    if not candidates:
+        raise UsageError("no scenario matches these filters")
+    rng = random.Random(seed)
+    chosen = rng.sample(candidates, min(n, len(candidates)))
+    score = 0
+    for number, sid in enumerate(chosen, 1):
+        scenario_model = sid.split("-", 1)[0]
+        bug = get_bug(scenario_bug(scenarios()[sid]))
+        options = [bug, *distractors(bug, scenario_model, rng)]
+        rng.shuffle(options)
+        s = symptoms(sid, stored, cache, steps)
+        print(f"\n=== Question {number}/{len(chosen)}: a {scenario_model} run went wrong "
+              f"({s.buggy_summary.get('steps', '?')} steps, {s.buggy_summary.get('outcome')}) ===")
+        print(describe(s, bug.symptom.metric))
+        if png_dir is not None:
+            print(f"  curves: {draw(s, png_dir / f'question{number}.png')}")
+        print("Which bug is it?")
+        for letter, option in zip(LETTERS, options, strict=False):
+            print(f"  {letter}) {option.title}")
+        answer = ask("Your answer (A-D): ").upper()
+        right = LETTERS[options.index(bug)]
+        if answer[:1] == right:
+            score += 1
+            print("Correct!")
+        else:
+            print(f"Not quite: the answer is {right}.")
+        print("\n" + bug_card(bug.id))
+        curve = Path("results/curves") / f"{bug.id}.png"
+        if curve.is_file():
+            print(f"  symptom curves over seeds: {curve}")
+    print(f"\nScore: {score}/{len(chosen)}")
+    return score, len(chosen)
+
+
+def main(argv: list[str]) -> int:
+    p = ArgumentParser(prog="bugzoo quiz", description=__doc__.splitlines()[0])
+    p.add_argument("-n", type=int, default=5, help="number of questions (default 5)")
+    p.add_argument("--seed", type=int, help="seed for a reproducible set (default: random)")
+    p.add_argument("--category", help=f"only bugs of this category ({', '.join(CATEGORIES)})")
+    p.add_argument("--model", help=f"only scenarios of this model ({', '.join(ALL_MODELS)})")
+    p.add_argument("--runs", type=Path, default=Path("results/runs/validity"),
+                   help="stored runs to show (from bugzoo validate)")
+    p.add_argument("--cache", type=Path, default=Path("results/runs/quiz"),
+                   help="where missing runs are made and kept")
+    p.add_argument("--steps", type=int, default=100, help="steps of runs made for the quiz")
+    p.add_argument("--png", type=Path, default=Path("results/quiz"),
+                   help="folder for the question figures")
+    p.add_argument("--no-png", action="store_true", help="no figures, text only")
+    args = p.parse_args(argv)
+    if args.category and args.category not in CATEGORIES:
+        raise unknown_choice("category", args.category, CATEGORIES)
+    if args.model and args.model not in ALL_MODELS:
+        raise unknown_choice("model", args.model, ALL_MODELS)
+    if args.n < 1 or args.steps < 10:
+        raise UsageError("-n must be at least 1 and --steps at least 10")
+    seed = args.seed if args.seed is not None else random.randrange(10**6)
+    print(f"bugzoo quiz (seed {seed}: rerun with --seed {seed} for the same questions)")
+    quiz(args.n, seed, args.category, args.model, args.runs, args.cache, args.steps,
+         None if args.no_png else args.png)
+    return 0

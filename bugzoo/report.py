@@ -1,0 +1,190 @@
+"""``bugzoo report``: a static HTML catalogue of the bugs under ``results/report/``.
+
+``index.html`` lists every bug (filter by category and model, client-side), shows the
+leaderboard when one was published, and has a spot-the-bug card mode whose answers stay hidden
+until revealed. ``bugs/<id>.html`` holds one bug's curves, snippets, symptom, validity
+statistics and the detectors that caught it. Everything is inline: no CDN, no network.
+Missing inputs (curves, validity.csv, a scored sweep, the leaderboard) are left out.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+from bugzoo.bugs import ALL_MODELS, CATEGORIES, Bug, all_bugs
+from bugzoo.errors import ArgumentParser, UsageError
+from bugzoo.harness import store
+
+log = logging.getLogger(__name__)
+
+STYLE = """
+body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1100px;padding:0 1em;color:#222}
+pre{background:#f6f8fa;padding:.6em;overflow-x:auto;font-size:.85em}
+.buggy pre{border-left:4px solid #d62728}.fixed pre{border-left:4px solid #2ca02c}
+table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ccc;padding:2px 6px}
+.bug,.card{border:1px solid #ddd;border-radius:6px;padding:.5em 1em;margin:.5em 0}
+.tag{background:#eef;border-radius:3px;padding:0 4px;margin-right:4px;font-size:.8em}
+.hidden{display:none}img{max-width:100%}
+"""
+
+SCRIPT = """
+function applyFilters() {
+  const cat = document.getElementById('category').value;
+  const model = document.getElementById('model').value;
+  let shown = 0;
+  document.querySelectorAll('[data-category]').forEach(function (el) {
+    const ok = (!cat || el.dataset.category === cat) &&
+               (!model || el.dataset.models.split(' ').includes(model));
+    el.classList.toggle('hidden', !ok);
+    if (ok && el.classList.contains('bug')) { shown += 1; }
+  });
+  document.getElementById('count').textContent = shown;
+}
+function setMode(mode) {
+  document.getElementById('catalogue').classList.toggle('hidden', mode !== 'catalogue');
+  document.getElementById('cards').classList.toggle('hidden', mode !== 'cards');
+}
+function reveal(button) {
+  button.parentElement.querySelector('.answer').classList.remove('hidden');
+  button.classList.add('hidden');
+}
+document.getElementById('category').addEventListener('change', applyFilters);
+document.getElementById('model').addEventListener('change', applyFilters);
+applyFilters();
+"""
+
+
+def esc(text: object) -> str:
+    return html.escape(str(text))
+
+
+def page(title: str, body: str, script: str = "") -> str:
+    js = f"<script>{script}</script>" if script else ""
+    return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{esc(title)}"
+            f"</title><style>{STYLE}</style></head><body>{body}{js}</body></html>\n")
+
+
+def snippets(bug: Bug) -> str:
+    return (f"<div class=buggy><h3>BUGGY</h3><pre>{esc(bug.buggy)}</pre></div>"
+            f"<div class=fixed><h3>FIXED</h3><pre>{esc(bug.fixed)}</pre></div>")
+
+
+def table_html(frame: pd.DataFrame) -> str:
+    return frame.to_html(index=False, border=0, float_format=lambda v: f"{v:.3g}", na_rep="")
+
+
+def catches(sweep_dir: Path | None) -> pd.DataFrame:
+    """Per (bug, detector): hits over buggy runs in a scored sweep; empty when there is none."""
+    if sweep_dir is None or not any(store.iter_runs(sweep_dir)):
+        return pd.DataFrame()
+    from bugzoo.scoring import outcomes
+
+    table = outcomes(sweep_dir)
+    buggy = table[~table["clean"]]
+    if buggy.empty:
+        return pd.DataFrame()
+    return (buggy.assign(hit=buggy["outcome"] == "hit")
+            .groupby(["bug", "detector"]).agg(hits=("hit", "sum"), runs=("hit", "size"),
+                                              median_delay_steps=("delay_steps", "median"))
+            .reset_index())
+
+
+def bug_page(bug: Bug, curves: Path | None, validity: pd.DataFrame, caught: pd.DataFrame) -> str:
+    parts = [f"<p><a href='../index.html'>&larr; catalogue</a></p>",
+             f"<h1>{esc(bug.id)}: {esc(bug.title)}</h1>",
+             f"<p><span class=tag>{esc(bug.category)}</span>"
+             f"<span class=tag>{'loud' if bug.loud else 'silent'}</span> models: "
+             f"{esc(', '.join(bug.models))}; onset: {esc(bug.onset)}</p>",
+             "<h2>Symptom</h2>", f"<p>{esc(bug.symptom.description)}</p>",
+             f"<p>Checked as: <code>{esc(bug.symptom.metric)}</code> "
+             f"{esc(bug.symptom.direction)} than clean runs.</p>"]
+    if curves is not None:
+        parts.append(f"<h2>Curves</h2><img src='../curves/{esc(curves.name)}' "
+                     f"alt='symptom curves of {esc(bug.id)}'>")
+    parts += ["<h2>Code</h2>", snippets(bug), "<h2>Why</h2>", f"<p>{esc(bug.explanation)}</p>"]
+    rows = validity[validity["bug"] == bug.id] if "bug" in validity else validity
+    if len(rows):
+        parts += ["<h2>Validity</h2>", table_html(rows)]
+    mine = caught[caught["bug"] == bug.id].drop(columns="bug") if len(caught) else caught
+    if len(mine):
+        parts += ["<h2>Detectors that catch it</h2>",
+                  table_html(mine.sort_values("hits", ascending=False))]
+    return page(f"bugzoo: {bug.id}", "".join(parts))
+
+
+def index_page(bugs: list[Bug], leaderboard: str) -> str:
+    options = lambda values: "".join(f"<option>{esc(v)}</option>" for v in values)  # noqa: E731
+    attrs = lambda b: (f"data-category='{esc(b.category)}' "  # noqa: E731
+                       f"data-models='{esc(' '.join(b.models))}'")
+    entries = "".join(
+        f"<div class=bug {attrs(b)}><a href='bugs/{esc(b.id)}.html'><b>{esc(b.id)}</b></a> "
+        f"<span class=tag>{esc(b.category)}</span>{esc(b.title)}<br><small>"
+        f"{esc(b.symptom.description)}</small></div>" for b in bugs)
+    cards = "".join(
+        f"<div class=card {attrs(b)}><p><b>Symptom:</b> {esc(b.symptom.description)}</p>"
+        f"<p>What is wrong in this code?</p><pre>{esc(b.buggy)}</pre>"
+        f"<button class=reveal onclick='reveal(this)'>Reveal</button>"
+        f"<div class='answer hidden'><p><b>{esc(b.id)}</b>: {esc(b.title)}</p>"
+        f"<div class=fixed><pre>{esc(b.fixed)}</pre></div><p>{esc(b.explanation)}</p></div>"
+        "</div>" for b in bugs)
+    body = (
+        "<h1>bugzoo: planted PyTorch training bugs</h1>"
+        "<p>Filter: <select id=category><option value=''>all categories</option>"
+        f"{options(c for c in CATEGORIES if any(b.category == c for b in bugs))}</select> "
+        f"<select id=model><option value=''>all models</option>{options(ALL_MODELS)}</select> "
+        "<span id=count></span> bugs shown. Mode: "
+        "<button id=mode-catalogue onclick=\"setMode('catalogue')\">catalogue</button> "
+        "<button id=mode-cards onclick=\"setMode('cards')\">spot the bug</button></p>"
+        f"<div id=catalogue>{entries}{leaderboard}</div>"
+        f"<div id=cards class=hidden><h2>Spot the bug</h2>{cards}</div>")
+    return page("bugzoo catalogue", body, SCRIPT)
+
+
+def leaderboard_html(results: Path) -> str:
+    csv, md = results / "leaderboard.csv", results / "leaderboard.md"
+    if csv.is_file():
+        return "<h2>Leaderboard</h2>" + table_html(pd.read_csv(csv))
+    if md.is_file():
+        return f"<h2>Leaderboard</h2><pre>{esc(md.read_text())}</pre>"
+    return ""
+
+
+def build(results: Path, out: Path, sweep_dir: Path | None) -> Path:
+    """Write the catalogue; returns the index path."""
+    bugs = all_bugs()
+    try:
+        (out / "bugs").mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"cannot create {out} ({e.strerror or e})") from None
+    validity_csv = results / "validity.csv"
+    validity = pd.read_csv(validity_csv) if validity_csv.is_file() else pd.DataFrame()
+    caught = catches(sweep_dir)
+    for bug in bugs:
+        png = results / "curves" / f"{bug.id}.png"
+        if png.is_file():
+            (out / "curves").mkdir(exist_ok=True)
+            shutil.copyfile(png, out / "curves" / png.name)
+        (out / "bugs" / f"{bug.id}.html").write_text(
+            bug_page(bug, png if png.is_file() else None, validity, caught))
+    index = out / "index.html"
+    index.write_text(index_page(bugs, leaderboard_html(results)))
+    return index
+
+
+def main(argv: list[str]) -> int:
+    p = ArgumentParser(prog="bugzoo report", description=__doc__.splitlines()[0])
+    p.add_argument("--results", type=Path, default=Path("results"),
+                   help="where curves/, validity.csv and leaderboard.* are read")
+    p.add_argument("--sweep", type=Path, default=Path("results/runs/bench"),
+                   help="a scored sweep: which detectors catch each bug (skipped if absent)")
+    p.add_argument("--out", type=Path, default=None, help="default: <results>/report")
+    args = p.parse_args(argv)
+    index = build(args.results, args.out or args.results / "report",
+                  args.sweep if args.sweep.is_dir() else None)
+    print(f"wrote {index} (open it in a browser)")
+    return 0

@@ -1,0 +1,85 @@
+"""Training-loop bugs: each symptom shows against clean runs of the same settings."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from bugzoo.bugs import get_bug
+from bugzoo.config import compose_run, scenarios
+from bugzoo.harness.runner import execute
+from bugzoo.summary import trace_digest
+from bugzoo.symptoms import check_symptom
+
+LOOP_BUGS = ("train_mode_not_restored", "eval_in_train_mode", "scheduler_per_microbatch",
+             "scheduler_never_stepped", "step_every_k_without_zero", "lr_too_high",
+             "no_clipping_spike", "loss_tensor_kept", "optimizer_stale_params", "detached_graph",
+             "int_cast_in_forward", "inplace_op_autograd")
+
+# bug -> (seeds, short run settings); every run uses the mlp scenario (the fastest model)
+SHORT = {
+    "train_mode_not_restored": ([0, 1], ["harness.steps=40", "harness.eval_interval=10"]),
+    "eval_in_train_mode": ([0, 1, 2], ["harness.steps=60", "harness.eval_interval=20"]),
+    "scheduler_per_microbatch": ([0, 1], ["harness.steps=30"]),
+    "scheduler_never_stepped": ([0, 1], ["harness.steps=30"]),
+    "step_every_k_without_zero": ([0, 1], ["harness.steps=40"]),
+    "lr_too_high": ([0, 1], ["harness.steps=40"]),
+    "no_clipping_spike": ([0, 1, 2], ["harness.steps=100", "harness.outlier_step=50"]),
+    "loss_tensor_kept": ([0, 1], ["harness.steps=60"]),
+    "optimizer_stale_params": ([0, 1], ["harness.steps=40"]),
+    "detached_graph": ([0, 1], ["harness.steps=40", "harness.eval_interval=20"]),
+    "int_cast_in_forward": ([0, 1], ["harness.steps=40", "harness.eval_interval=20"]),
+    "inplace_op_autograd": ([0, 1], ["harness.steps=5"]),
+}
+
+
+def worse(direction: str, buggy: list, clean: list) -> bool:
+    """Every buggy value is worse than every clean value."""
+    if direction == "event":
+        return all(map(bool, buggy)) and not any(map(bool, clean))
+    if direction == "higher":
+        return min(buggy) > max(clean)
+    return max(buggy) < min(clean)
+
+
+@pytest.mark.parametrize("bug_id", LOOP_BUGS)
+def test_bug_has_config_and_scenarios(bug_id):
+    bug = get_bug(bug_id)
+    assert set(bug.models) <= {"mlp", "lstm", "transformer", "resnet"}
+    for model in bug.models:
+        cfg = compose_run([f"scenario={model}-{bug_id}"])
+        assert cfg.bug.id == bug_id and cfg.model.name == model
+    assert not {s for s in scenarios() if s.endswith(f"-{bug_id}")} - {
+        f"{m}-{bug_id}" for m in bug.models}
+
+
+@pytest.mark.parametrize("bug_id", LOOP_BUGS)
+def test_symptom_shows(bug_id):
+    seeds, extra = SHORT[bug_id]
+    result = check_symptom([f"scenario=mlp-{bug_id}"], seeds, extra)
+    assert worse(result.direction, result.buggy, result.clean), (result.buggy, result.clean)
+
+
+def test_outlier_run_equals_clean_before_onset():
+    """no_clipping_spike: identical to its clipped control until the outlier batch, not after."""
+    overrides = ["scenario=mlp-no_clipping_spike", "harness.steps=60",
+                 "harness.outlier_step=40"]
+    buggy = execute(compose_run(overrides)).trace
+    clean = execute(compose_run([*overrides, "~bug"])).trace
+    assert trace_digest(buggy.iloc[:40]) == trace_digest(clean.iloc[:40])
+    assert buggy.loc[40, "grad_norm"] > 100 * buggy.loc[:39, "grad_norm"].max()
+    after = buggy.iloc[41:]["loss"].to_numpy(), clean.iloc[41:]["loss"].to_numpy()
+    assert not (after[0] == after[1]).all()
+
+
+def test_late_onset_leaves_run_clean_until_then():
+    """scheduler_never_stepped with onset 20: same trace as clean up to step 20, then lr freezes."""
+    overrides = ["model=mlp", "harness.steps=30"]
+    buggy = execute(compose_run([*overrides, "bug=scheduler_never_stepped",
+                                 "bug.onset=20"])).trace
+    clean = execute(compose_run(overrides)).trace
+    pd.testing.assert_frame_equal(buggy.iloc[:21].drop(columns=["step_s", "data_s", "elapsed_s",
+                                                                 "rss_mb", "cuda_mb"]),
+                                  clean.iloc[:21].drop(columns=["step_s", "data_s", "elapsed_s",
+                                                                 "rss_mb", "cuda_mb"]))
+    assert buggy["lr"].iloc[21:].nunique() == 1 and clean["lr"].iloc[21:].nunique() > 1
