@@ -28,14 +28,18 @@ def models_table() -> pd.DataFrame:
 
 
 def scenarios_table() -> pd.DataFrame:
+    import torch
+
+    from bugzoo.harness.bench import scenario_bug
+
     rows = []
     for sid, node in scenarios().items():
-        choices = {k: v for item in node.get("defaults", []) if isinstance(item, dict)
-                   for k, v in item.items()}
-        rows.append({"id": sid, "model": choices.get("override /model"),
-                     "bug": choices.get("override /bug", "clean"),
-                     "default_sweep": not node.get("excluded"),
-                     "note": node.get("excluded") or ""})
+        bug_id = scenario_bug(node)
+        needs_cuda = bug_id is not None and "cuda" in get_bug(bug_id).requires
+        skipped = node.get("excluded") or (
+            "requires CUDA (none here)" if needs_cuda and not torch.cuda.is_available() else "")
+        rows.append({"id": sid, "model": sid.split("-", 1)[0], "bug": bug_id or "clean",
+                     "default_sweep": not skipped, "note": skipped})
     return pd.DataFrame(rows)
 
 

@@ -61,13 +61,17 @@ def plan_tasks(root: Path, patterns: list[str] | None, seeds: list[int],
             continue
         control, extra = control_of(sid)
         controls[sid] = control
+        # "varies" symptoms compare two runs of the same seed: run each one twice
+        twice = get_bug(scenario_bug(scenarios()[sid])).symptom.direction == "varies"
         for seed in seeds:
-            for task in (
-                RunTask(sid, seed, tuple(overrides), (), str(root / "buggy"), isolate, timeout),
-                RunTask(control, seed, (*extra, *overrides), (), str(root / "control"), isolate,
-                        timeout),
-            ):
-                tasks[task.path] = task
+            for prefix in ("", "repeat-") if twice else ("",):
+                for task in (
+                    RunTask(sid, seed, tuple(overrides), (), str(root / f"{prefix}buggy"),
+                            isolate, timeout),
+                    RunTask(control, seed, (*extra, *overrides), (),
+                            str(root / f"{prefix}control"), isolate, timeout),
+                ):
+                    tasks[task.path] = task
     return list(tasks.values()), controls
 
 
@@ -84,6 +88,11 @@ def summarise(root: Path, controls: dict[str, str], seeds: list[int]) -> pd.Data
         metric, direction = bug.symptom.metric, bug.symptom.direction
         buggy = read_metric(root, "buggy", sid, seeds, metric)
         clean = read_metric(root, "control", control, seeds, metric)
+        if direction == "varies":  # did the repeat of each seed differ from its first run?
+            buggy = [a != b for a, b in zip(
+                buggy, read_metric(root, "repeat-buggy", sid, seeds, metric), strict=True)]
+            clean = [a != b for a, b in zip(
+                clean, read_metric(root, "repeat-control", control, seeds, metric), strict=True)]
         p, effect = compare(metric, direction, buggy, clean)
         rows.append({
             "scenario": sid, "bug": bug.id, "model": sid.split("-", 1)[0],

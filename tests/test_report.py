@@ -1,0 +1,119 @@
+"""bugzoo report: the static catalogue, driven in headless Chromium (Debian's chromium)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bugzoo.bugs import all_bugs
+from bugzoo.cli import main
+from bugzoo.harness import store
+from bugzoo.report import build
+
+CHROMIUM, DRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--window-size=1200,900")
+
+
+@pytest.fixture
+def results(tmp_path) -> Path:
+    """A results folder with a validity table, one curve, a leaderboard and a scored sweep."""
+    root = tmp_path / "results"
+    (root / "curves").mkdir(parents=True)
+    pd.DataFrame([{"scenario": "mlp-double_softmax", "bug": "double_softmax", "model": "mlp",
+                   "metric": "final_val_loss", "p_value": 0.004, "effect": 0.7,
+                   "valid": True}]).to_csv(root / "validity.csv", index=False)
+    shutil.copyfile(Path(__file__).parent.parent / "bugzoo" / "py.typed",
+                    root / "curves" / "double_softmax.png")  # any file: only copied and linked
+    pd.DataFrame([{"detector": "loss_plateau", "recall": 0.5}]).to_csv(
+        root / "leaderboard.csv", index=False)
+    alarms = pd.DataFrame([{"detector": "ce_probabilities", "step": 3, "symptom": "probs",
+                            "category": "loss", "message": "outputs sum to 1"}])
+    store.write_run(store.run_dir(root / "runs", "bench", "mlp-double_softmax", 0), {},
+                    pd.DataFrame({"step": [0, 1, 2, 3], "elapsed_s": [0.1, 0.2, 0.3, 0.4]}),
+                    alarms, {"scenario": "mlp-double_softmax", "seed": 0,
+                             "bug": "double_softmax", "category": "loss", "onset": 0,
+                             "detectors": {"ce_probabilities": {}, "nonfinite": {}}})
+    return root
+
+
+def test_pages_hold_the_catalogue(results):
+    index = build(results, results / "report", results / "runs" / "bench")
+    text = index.read_text()
+    bugs = all_bugs()
+    assert text.count("class=bug ") == len(bugs) and text.count("class=card ") == len(bugs)
+    assert "http://" not in text and "https://" not in text  # no CDN, no network
+    assert "<h2>Leaderboard</h2>" in text and "loss_plateau" in text
+    page = (results / "report" / "bugs" / "double_softmax.html").read_text()
+    assert "../curves/double_softmax.png" in page and (results / "report" / "curves" /
+                                                         "double_softmax.png").is_file()
+    assert "Validity" in page and "0.004" in page
+    assert "Detectors that catch it" in page and "ce_probabilities" in page
+    assert "nonfinite" in page  # it watched and missed: listed with 0 hits
+    other = (results / "report" / "bugs" / "missing_zero_grad.html").read_text()
+    assert "Validity" not in other and "Curves" not in other  # absent inputs are left out
+
+
+def test_report_without_inputs(tmp_path, capsys):
+    assert main(["report", "--results", str(tmp_path / "empty")]) == 0
+    assert (tmp_path / "empty" / "report" / "index.html").is_file()
+    assert "Leaderboard" not in (tmp_path / "empty" / "report" / "index.html").read_text()
+
+
+@pytest.mark.skipif(not CHROMIUM.exists() or not DRIVER.exists(),
+                    reason="needs Debian's chromium and chromium-driver: "
+                           "apt-get install -y chromium chromium-driver")
+def test_browser_filters_and_reveal(results, tmp_path):
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    index = build(results, results / "report", results / "runs" / "bench")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (*FLAGS, f"--user-data-dir={tmp_path / 'profile'}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(str(DRIVER)), options=options)
+    try:
+        driver.get(index.as_uri())
+        visible = lambda sel: [e for e in driver.find_elements(By.CSS_SELECTOR, sel)  # noqa: E731
+                               if e.is_displayed()]
+        everything = len(visible("#catalogue .bug"))
+        assert everything == len(all_bugs())
+        assert driver.find_element(By.ID, "count").text == str(everything)
+
+        Select(driver.find_element(By.ID, "category")).select_by_visible_text("loss")
+        loss = visible("#catalogue .bug")
+        assert 0 < len(loss) < everything
+        assert {e.get_attribute("data-category") for e in loss} == {"loss"}
+        Select(driver.find_element(By.ID, "model")).select_by_visible_text("transformer")
+        both = visible("#catalogue .bug")
+        assert len(both) <= len(loss)
+        assert all("transformer" in e.get_attribute("data-models").split() for e in both)
+        Select(driver.find_element(By.ID, "category")).select_by_index(0)
+        Select(driver.find_element(By.ID, "model")).select_by_index(0)
+        assert len(visible("#catalogue .bug")) == everything
+
+        driver.find_element(By.ID, "mode-cards").click()
+        assert not visible("#catalogue .bug")
+        card = visible("#cards .card")[0]
+        answer = card.find_element(By.CSS_SELECTOR, ".answer")
+        assert not answer.is_displayed()
+        card.find_element(By.CSS_SELECTOR, "button.reveal").click()
+        assert answer.is_displayed() and all_bugs()[0].id in answer.text
+        driver.save_screenshot(str(tmp_path / "screenshot.png"))
+        assert (tmp_path / "screenshot.png").stat().st_size > 1000
+
+        driver.get((results / "report" / "bugs" / "double_softmax.html").as_uri())
+        assert "double_softmax" in driver.title
+        errors = [m for m in driver.get_log("browser") if m["level"] == "SEVERE"
+                  and "double_softmax.png" not in m["message"]]  # the stand-in PNG is not an image
+        assert errors == []
+    finally:
+        driver.quit()
