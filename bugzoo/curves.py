@@ -26,7 +26,7 @@ from bugzoo.validity import DEFAULT_SEEDS, plan_tasks  # noqa: E402
 
 # symptom metric -> trace column drawn in the fourth panel
 EXTRA_PANEL = {
-    "rss_growth_mb": "rss_mb", "peak_rss_mb": "rss_mb", "final_lr": "lr", "max_lr": "lr",
+    "rss_growth_mb": "rss_mb", "peak_rss_mb": "rss_mb", "final_lr": "lr", "max_lr": "lr", "mean_lr": "lr",
     "data_time_frac": "data_s", "median_step_s": "step_s", "mean_zero_grad_frac": "zero_grad_frac",
     "train_mode_frac": "training", "mean_update_ratio": "update_ratio",
 }
