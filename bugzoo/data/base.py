@@ -11,26 +11,31 @@ from torch import Tensor
 
 @dataclass
 class Split:
-    """One split of a dataset: inputs, integer labels and, for sequences, true lengths."""
+    """One split of a dataset: inputs, integer labels and, for sequences, true lengths.
+
+    ``pad_to``: sequence batches are padded to this fixed width (like a tokenizer's
+    ``padding="max_length"``) instead of being trimmed to their longest row.
+    """
 
     x: Tensor
     y: Tensor
     lengths: Tensor | None = None
+    pad_to: int | None = None
 
     def __len__(self) -> int:
         return len(self.y)
 
     def subset(self, index: Tensor) -> Split:
         lengths = None if self.lengths is None else self.lengths[index]
-        return Split(self.x[index], self.y[index], lengths)
+        return Split(self.x[index], self.y[index], lengths, self.pad_to)
 
     def inputs(self, index: Tensor | slice) -> tuple[Tensor, ...]:
-        """The model inputs for some rows; sequences are trimmed to the longest row."""
+        """The model inputs for some rows; sequences are trimmed to the longest row or ``pad_to``."""
         x = self.x[index]
         if self.lengths is None:
             return (x,)
         lengths = self.lengths[index]
-        return (x[:, : int(lengths.max())], lengths)
+        return (x[:, : self.pad_to or int(lengths.max())], lengths)
 
 
 @dataclass

@@ -11,7 +11,7 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from bugzoo.config import CONF_DIR, check_run_config, compose_run, scenarios
+from bugzoo.config import CONF_DIR, check_run_config, compose_run, register_scenarios
 from bugzoo.detector import load_detector
 from bugzoo.errors import UsageError
 from bugzoo.harness.runner import execute_and_store
@@ -64,7 +64,7 @@ def _hydra_entry(cfg: DictConfig) -> None:
 
 def main(argv: list[str]) -> int:
     """Validate the overrides up front (one-line errors), then hand over to Hydra."""
-    scenarios()
+    register_scenarios()
     multirun = any(a in ("-m", "--multirun") for a in argv)
     if not multirun and not any(a.startswith("-") for a in argv):
         compose_run(argv)  # raises UsageError on unknown ids or bad values

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bugzoo.reproducers import Delta
 
-DEFAULTS: dict[str, object] = {"STEPS": 200, "LR": 1e-2, "N_TRAIN": 2000, "NOISE": 0.0,
+DEFAULTS: dict[str, object] = {"STEPS": 200, "LR": 1e-2, "N_TRAIN": 2000, "NOISE": 0.0, "N_VAL": 500,
                                "SPREAD": 2.0}
 
 TEMPLATE = '''\
@@ -31,7 +31,7 @@ def make_split(n):
 
 
 x_train, y_train = make_split(${N_TRAIN})
-x_val, y_val = make_split(500)
+x_val, y_val = make_split(${N_VAL})
 x_hold, y_hold = make_split(500)                    # never trained on: exposes leakage
 
 
@@ -95,7 +95,7 @@ print(f"SYMPTOM ${METRIC}={summary['${METRIC}']:.6g}")
 '''
 
 CLASS_LINE = "\n\nclass MLP(nn.Module):"
-OVERFIT = {"N_TRAIN": 256, "NOISE": 0.3, "STEPS": 300}  # small noisy train set: memorisation
+OVERFIT = {"N_TRAIN": 256, "N_VAL": 128, "NOISE": 0.3, "STEPS": 400}  # small noisy train set: memorisation
 
 DELTAS: dict[str, Delta] = {
     "double_softmax": Delta((("return self.head(self.backbone(x))",
@@ -106,7 +106,7 @@ DELTAS: dict[str, Delta] = {
     "lr_too_high": Delta((("lr=LR, weight_decay", "lr=1e3, weight_decay"),)),
     "log_of_zero": Delta((("return F.cross_entropy(logits, y)",
                            "return F.nll_loss(torch.log(torch.softmax(logits, dim=-1)), y)"),),
-                         {"SPREAD": 6.0, "STEPS": 600}),
+                         {"SPREAD": 10.0, "STEPS": 400, "LR": 0.05}),
     "frozen_from_start": Delta((("model = MLP()\n",
                                  "model = MLP()\nfor p in model.backbone.parameters():\n"
                                  "    p.requires_grad = False\n"),)),
