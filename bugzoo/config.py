@@ -8,6 +8,7 @@ breaks ``-m 'scenario=glob(*)'`` in hydra-core 1.3 (Hydra issue #1942).
 from __future__ import annotations
 
 import os
+import re
 from functools import cache
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import yaml
 from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
+from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 
 from bugzoo.errors import UsageError, unknown_choice
@@ -88,10 +90,29 @@ def compose_run(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
     register_scenarios([v for k, _, v in (o.partition("=") for o in overrides)
                         if k.lstrip("+") == "scenario"])
     GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = compose("config", overrides=overrides)
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            cfg = compose("config", overrides=overrides)
+    except HydraException as e:  # override syntax, unknown keys: one line, not a traceback
+        raise UsageError(_hydra_message(e)) from None
     check_run_config(cfg)
     return cfg
+
+
+def _hydra_message(error: HydraException) -> str:
+    """Hydra's error as one line; an unknown key also lists the valid keys next to it."""
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    unknown = re.match(r"Could not override '([\w.]+)'", first)
+    if unknown:
+        parent, _, _ = unknown.group(1).rpartition(".")
+        GlobalHydra.instance().clear()
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            node = compose("config")
+        node = OmegaConf.select(node, parent) if parent else node
+        if isinstance(node, DictConfig):
+            return str(unknown_choice("setting", unknown.group(1),
+                                      [f"{parent}.{k}" if parent else k for k in node]))
+    return f"bad override: {first}"
 
 
 def check_run_config(cfg: DictConfig) -> None:
@@ -107,6 +128,11 @@ def check_run_config(cfg: DictConfig) -> None:
         raise UsageError(f"harness.steps={h.steps} is absurd (at most 1000000)")
     if not isinstance(cfg.seed, int) or isinstance(cfg.seed, bool) or not 0 <= cfg.seed < 2**32:
         raise UsageError(f"seed must be an integer in [0, 2**32), got {cfg.seed!r}")
+    for key in ("lr", "eps", "weight_decay"):
+        value = cfg.optim.get(key)
+        bad = not isinstance(value, int | float) or isinstance(value, bool) or not value >= 0
+        if value is not None and bad:
+            raise UsageError(f"optim.{key} must be a non-negative number, got {value!r}")
     if h.precision not in ("fp32", "fp16", "bf16"):
         raise unknown_choice("harness.precision", h.precision, ["fp32", "fp16", "bf16"])
     if h.device not in ("auto", "cpu", "cuda") and not str(h.device).startswith("cuda:"):

@@ -226,7 +226,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--cache", type=Path, default=Path("results/runs/quiz"),
                    help="where missing runs are made and kept")
     p.add_argument("--steps", type=int, default=100, help="steps of runs made for the quiz")
-    p.add_argument("--png", type=Path, default=Path("results/quiz"),
+    p.add_argument("--png", type=Path, default=Path("results/runs/quiz/figures"),
                    help="folder for the question figures")
     p.add_argument("--no-png", action="store_true", help="no figures, text only")
     args = p.parse_args(argv)

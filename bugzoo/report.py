@@ -95,7 +95,7 @@ def catches(sweep_dir: Path | None) -> pd.DataFrame:
 
 
 def bug_page(bug: Bug, curves: Path | None, validity: pd.DataFrame, caught: pd.DataFrame) -> str:
-    parts = [f"<p><a href='../index.html'>&larr; catalogue</a></p>",
+    parts = ["<p><a href='../index.html'>&larr; catalogue</a></p>",
              f"<h1>{esc(bug.id)}: {esc(bug.title)}</h1>",
              f"<p><span class=tag>{esc(bug.category)}</span>"
              f"<span class=tag>{'loud' if bug.loud else 'silent'}</span> models: "

@@ -1,21 +1,34 @@
 """``bugzoo run``: the Hydra application that trains one run (or a ``-m`` sweep of runs).
 
 Each job composes conf/ + scenario + overrides, trains with the selected detectors watching,
-and writes its folder under ``<harness.out_dir>/<harness.sweep>/<scenario>/seed<k>/``.
+and writes its folder under ``<harness.out_dir>/<harness.sweep>/<scenario>/seed<k>/``, whichever
+Hydra launcher runs it (basic, joblib, submitit). In a ``-m`` sweep, scenarios this machine cannot
+run (CUDA-only without CUDA) or marked ``excluded`` are skipped with a logged reason.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from bugzoo.config import CONF_DIR, check_run_config, compose_run, register_scenarios
+from bugzoo.config import (
+    CONF_DIR,
+    _cuda_device,
+    check_run_config,
+    compose_run,
+    register_scenarios,
+)
 from bugzoo.detector import load_detector
 from bugzoo.errors import UsageError
 from bugzoo.harness.runner import execute_and_store
 from bugzoo.harness.store import ensure_writable
+
+log = logging.getLogger(__name__)
 
 
 def format_summary(summary: dict, path: str) -> str:
@@ -53,9 +66,24 @@ def run_job(cfg: DictConfig) -> dict:
     return result.summary
 
 
+def skip_reason(cfg: DictConfig) -> str | None:
+    """Why a sweep job skips its scenario (as ``bugzoo bench`` does), or None to run it."""
+    from bugzoo.bugs import get_bug
+
+    if cfg.get("excluded"):
+        return f"excluded ({cfg.excluded})"
+    if (cfg.get("bug") is not None and "cuda" in get_bug(cfg.bug.id).requires
+            and not _cuda_device(str(cfg.harness.device))):
+        return f"needs CUDA and this run has no CUDA device (harness.device={cfg.harness.device})"
+    return None
+
+
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def _hydra_entry(cfg: DictConfig) -> None:
     try:
+        if HydraConfig.get().mode == RunMode.MULTIRUN and (reason := skip_reason(cfg)):
+            log.warning("skipping %s seed %s: %s", cfg.scenario, cfg.seed, reason)
+            return
         run_job(cfg)
     except UsageError as e:
         print(f"bugzoo run: error: {e}", file=sys.stderr)
@@ -67,7 +95,8 @@ def main(argv: list[str]) -> int:
     register_scenarios()
     multirun = any(a in ("-m", "--multirun") for a in argv)
     if not multirun and not any(a.startswith("-") for a in argv):
-        compose_run(argv)  # raises UsageError on unknown ids or bad values
+        # raises UsageError on unknown ids, bad values or an unusable results folder
+        ensure_writable(compose_run(argv).harness.out_dir)
     saved = sys.argv
     sys.argv = ["bugzoo run", *argv]
     try:

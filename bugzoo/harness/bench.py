@@ -8,7 +8,6 @@ does what is missing.
 
 from __future__ import annotations
 
-import argparse
 import fnmatch
 import logging
 import os
@@ -18,7 +17,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from bugzoo.errors import UsageError
+from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
 from bugzoo.harness.pool import RunTask, run_tasks
 
@@ -26,6 +25,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_SEEDS = (0, 1, 2)
 QUICK_BUGS = 3  # --quick: the mlp clean control plus this many mlp bug scenarios
+MAX_WORKERS = 1024  # more worker processes than this on one machine is a typo
 QUICK_OVERRIDES = ("harness.steps=60", "harness.eval_interval=20")
 
 
@@ -86,6 +86,8 @@ def parse_seeds(text: str) -> list[int]:
         raise UsageError(f"--seeds takes a comma-separated list of integers, got {text!r}") from None
     if not seeds:
         raise UsageError("--seeds is empty")
+    if not 0 <= seeds[0] <= seeds[-1] < 2**32:
+        raise UsageError(f"--seeds must be integers in [0, 2**32), got {text!r}")
     return seeds
 
 
@@ -118,8 +120,8 @@ def sweep(tasks: list[RunTask], workers: int, progress: bool = True) -> Counter:
     return outcomes
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+def _parser() -> ArgumentParser:
+    p = ArgumentParser(
         prog="bugzoo bench",
         description="Sweep scenarios x seeds with detectors watching, then score them.")
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
@@ -147,10 +149,9 @@ def main(argv: list[str]) -> int:
     # KEY=VALUE items are run-setting overrides wherever they stand (after --detectors too)
     overrides = [a for a in argv if "=" in a and not a.startswith("-")]
     args = _parser().parse_args([a for a in argv if a not in overrides])
-    if args.workers < 1:
-        raise UsageError("--workers must be at least 1")
+    if not 1 <= args.workers <= MAX_WORKERS:
+        raise UsageError(f"--workers must be between 1 and {MAX_WORKERS}, got {args.workers}")
     name = args.sweep or ("quick" if args.quick else "bench")
-    out = store.ensure_writable(Path(args.out) if args.out else Path("results/runs") / name)
     installed = detector_names()
     chosen = args.detectors or installed
     for d in chosen:
@@ -162,6 +163,8 @@ def main(argv: list[str]) -> int:
     if not plan:
         raise UsageError("no scenario left to run (all excluded or needing CUDA)")
     timeout = float(compose_run([f"scenario={next(iter(plan))}", *overrides]).harness.timeout_s)
+    # only now, with every input valid, may the results folder be created
+    out = store.ensure_writable(Path(args.out) if args.out else Path("results/runs") / name)
     tasks = [RunTask(sid, seed, tuple(overrides), tuple(chosen), str(out), isolate, timeout)
              for sid, isolate in plan.items() for seed in seeds]
     remove_partial(out)

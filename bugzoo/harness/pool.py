@@ -16,9 +16,11 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import re
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -62,6 +64,25 @@ def _init_worker() -> None:
     torch.set_num_threads(1)
 
 
+@contextmanager
+def memory_limit(mb: int | None) -> Iterator[None]:
+    """Cap the address space this process may add during the block at ``mb`` MiB (RLIMIT_AS);
+    past it allocations fail and the run is recorded as crashed. The old limit comes back after,
+    so a reused worker is not left capped. ``None``: no cap."""
+    if not mb:
+        yield
+        return
+    import resource
+
+    previous = resource.getrlimit(resource.RLIMIT_AS)
+    size = int(re.search(r"VmSize:\s+(\d+)", Path("/proc/self/status").read_text()).group(1))
+    resource.setrlimit(resource.RLIMIT_AS, (size * 1024 + int(mb) * 2**20, previous[1]))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, previous)
+
+
 def run_task(task: RunTask) -> dict:
     """Compose, run and store one task in this process; returns a small status record."""
     from bugzoo.detector import load_detector
@@ -73,7 +94,8 @@ def run_task(task: RunTask) -> dict:
     watchdog.daemon = True
     watchdog.start()
     try:
-        result = execute(cfg, detectors)
+        with memory_limit(cfg.harness.get("memory_limit_mb")):
+            result = execute(cfg, detectors)
     finally:
         watchdog.cancel()
     store.write_run(task.path, result.config, result.trace, result.alarms, result.summary)

@@ -20,13 +20,13 @@ from torch import nn
 
 torch.manual_seed(0)
 STEPS, BATCH, LR, EVAL_EVERY, CLASSES, DIM = ${STEPS}, 32, ${LR}, 50, 4, 16
-centres = torch.randn(16, DIM) * ${SPREAD}          # 16 blobs, 4 per class: not linearly separable
+centres = torch.randn(16, DIM) * ${SPREAD}  # 16 blobs, 4 per class: not linearly separable
 
 
 def make_split(n):
     blob = torch.randint(0, 16, (n,))
     x, y = centres[blob] + torch.randn(n, DIM), blob % CLASSES
-    flip = torch.rand(n) < ${NOISE}                   # label noise makes memorisation visible
+    flip = torch.rand(n) < ${NOISE}  # label noise makes memorisation visible
     return x, torch.where(flip, torch.randint(0, CLASSES, (n,)), y)
 
 

@@ -1,0 +1,44 @@
+"""Misbehaving detectors for fault-injection tests (installed as plug-ins by ``faults.install``)."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from bugzoo.detector import Detector
+
+
+class Boom(Detector):
+    """Raises in ``observe`` at step 3."""
+
+    name = "boom"
+
+    def observe(self, obs):
+        if obs.step == 3:
+            raise RuntimeError("boom at step 3")
+        return []
+
+
+class Stall(Detector):
+    """Hangs in ``observe`` at step 2 (sleeps far past any per-call budget)."""
+
+    name = "stall"
+
+    def observe(self, obs):
+        if obs.step == 2:
+            time.sleep(600)
+        return []
+
+
+class Meddler(Detector):
+    """Halves every model parameter at step 5: an invasive detector."""
+
+    name = "meddler"
+
+    def observe(self, obs):
+        if obs.step == 5:
+            with torch.no_grad():
+                for p in self.run.model.parameters():
+                    p.mul_(0.5)
+        return []

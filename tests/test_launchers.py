@@ -1,0 +1,129 @@
+"""Hydra launchers: a ``bugzoo run -m`` sweep lands in the same results store layout and scores
+identically whether the basic, joblib or submitit_local launcher runs it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+
+from bugzoo.config import CONF_DIR, compose_run
+from bugzoo.detector import detector_names
+from bugzoo.harness import store
+from bugzoo.scoring import score_sweep
+
+SCENARIOS = ["mlp-clean", "mlp-lr_too_high"]  # quiet, false alarms and hits within 20 steps
+DETECTORS = ["nonfinite", "loss_plateau", "grad_explosion"]
+LAUNCHERS = {
+    "basic": [],
+    "joblib": ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"],
+    "submitit": ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=5"],
+}
+TIMING = ("median_delay_s", "overhead", "delay_s")  # column prefixes that measure wall time
+
+
+def bugzoo_run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bugzoo.cli", "run", *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def sweeps(tmp_path_factory) -> dict[str, Path]:
+    """The same 2 scenarios x 2 seeds sweep, once per launcher, into one results root."""
+    pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    root = tmp_path_factory.mktemp("store")
+    found = {}
+    for name, launcher in LAUNCHERS.items():
+        scenarios = SCENARIOS + (["mlp-device_mismatch"] if name == "basic" else [])
+        proc = bugzoo_run("-m", f"scenario={','.join(scenarios)}", "seed=0,1",
+                          "harness.steps=20", "harness.eval_interval=10", "harness.device=cpu",
+                          f"detector=[{','.join(DETECTORS)}]", f"harness.out_dir={root}",
+                          f"harness.sweep={name}", f"hydra.sweep.dir={root}/hydra-{name}",
+                          *launcher)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        found[name] = root / name
+    return found
+
+
+def runs(sweep_dir: Path) -> dict[str, Path]:
+    return {f"{p.parent.name}/{p.name}": p for p in store.iter_runs(sweep_dir)}
+
+
+def without_timing(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.drop(columns=[c for c in frame.columns if c.startswith(TIMING)])
+
+
+def test_every_launcher_fills_the_same_store_layout(sweeps):
+    expected = {f"{s}/seed{k}" for s in SCENARIOS for k in (0, 1)}
+    for name, sweep_dir in sweeps.items():
+        assert set(runs(sweep_dir)) == expected, name
+        for path in runs(sweep_dir).values():
+            assert {f.name for f in path.iterdir()} == {
+                "config.yaml", "trace.parquet", "alarms.parquet", "summary.json"}
+            config = yaml.safe_load((path / "config.yaml").read_text())
+            assert config["harness"]["sweep"] == name
+            assert config["harness"]["threads"] == 1  # one torch thread per job
+            assert set(store.read_summary(path)["detectors"]) == set(DETECTORS)
+
+
+def test_cuda_only_scenario_is_skipped_with_a_reason(sweeps):
+    assert not (sweeps["basic"] / "mlp-device_mismatch").exists()
+    logs = "".join(p.read_text() for p in (sweeps["basic"].parent / "hydra-basic").rglob("*.log"))
+    assert "skipping mlp-device_mismatch seed 0: needs CUDA" in logs
+
+
+def test_launchers_give_identical_traces_and_alarms(sweeps):
+    basic = runs(sweeps["basic"])
+    for name in ("joblib", "submitit"):
+        for key, path in runs(sweeps[name]).items():
+            a, b = store.read_summary(basic[key]), store.read_summary(path)
+            assert (a["trace_digest"], a["outcome"]) == (b["trace_digest"], b["outcome"]), key
+            pd.testing.assert_frame_equal(store.read_alarms(basic[key]), store.read_alarms(path))
+
+
+def test_launchers_score_identically(sweeps):
+    boards, tables = {}, {}
+    for name, sweep_dir in sweeps.items():
+        score_sweep(sweep_dir)
+        boards[name] = without_timing(pd.read_csv(sweep_dir / "leaderboard.csv"))
+        tables[name] = without_timing(pd.read_csv(sweep_dir / "outcomes.csv"))
+    assert set(boards["basic"]["detector"]) == set(DETECTORS)
+    assert (tables["basic"]["outcome"] == "hit").any()  # the comparison sees real alarms
+    for name in ("joblib", "submitit"):
+        pd.testing.assert_frame_equal(boards["basic"], boards[name])
+        pd.testing.assert_frame_equal(tables["basic"], tables[name])
+
+
+def test_every_detector_has_a_config_in_the_detector_group():
+    names = detector_names()
+    assert sorted(p.stem for p in (CONF_DIR / "detector").glob("*.yaml")) == sorted(names)
+    for name in names:
+        assert yaml.safe_load((CONF_DIR / "detector" / f"{name}.yaml").read_text()) == {name: {}}
+
+
+def test_detectors_multi_select():
+    cfg = compose_run(["scenario=mlp-clean", "detector=[nonfinite,loss_plateau]"])
+    assert set(cfg.detector) == {"nonfinite", "loss_plateau"}
+    assert not compose_run(["scenario=mlp-clean"]).detector
+
+
+def test_slurm_launcher_config_composes():
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        cfg = compose("config", return_hydra_config=True, overrides=[
+            "hydra/launcher=submitit_slurm", "hydra.launcher.partition=gpu",
+            "hydra.launcher.timeout_min=30", "hydra.launcher.cpus_per_task=1",
+            "hydra.launcher.gpus_per_node=1", "hydra.launcher.array_parallelism=64",
+            "hydra.sweep.dir=/shared/bugzoo/hydra"])
+    launcher = cfg.hydra.launcher
+    assert launcher._target_.endswith("SlurmLauncher")
+    assert (launcher.partition, launcher.timeout_min, launcher.array_parallelism) == ("gpu", 30, 64)
+    assert launcher.submitit_folder == "/shared/bugzoo/hydra/.submitit/%j"

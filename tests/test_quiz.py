@@ -1,0 +1,55 @@
+"""bugzoo quiz: scripted through stdin, reproducible with --seed, never naming the bug early."""
+
+from __future__ import annotations
+
+import random
+import re
+import subprocess
+import sys
+
+from bugzoo.bugs import get_bug
+from bugzoo.quiz import distractors, pool, sparkline
+
+
+def quiz(tmp_path, answers: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-m", "bugzoo.cli", "quiz", "--model", "mlp", "-n", "2", "--seed", "4",
+         "--runs", str(tmp_path / "none"), "--cache", str(tmp_path / "cache"),
+         "--steps", "30", "--png", str(tmp_path / "png")],
+        input=answers, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout
+
+
+def test_quiz_from_stdin_is_reproducible_and_scored(tmp_path):
+    first = quiz(tmp_path, "Z\n")  # a wrong letter, then end of input (no answer)
+    assert "Score: 0/2" in first
+    right = re.findall(r"the answer is ([A-D])", first)
+    assert len(right) == 2
+    questions = first.split("=== Question")[1:]
+    for text in questions:
+        asked, revealed = text.split("Your answer", 1)
+        bug_id = revealed.split("\n\n", 1)[1].split(" — ")[0].strip()
+        assert bug_id not in asked  # the symptom does not name the bug
+        assert "buggy" in asked and "clean" in asked and "▁" in asked + "█"
+        png = re.search(r"curves: (\S+\.png)", asked)[1]
+        assert open(png, "rb").read(4) == b"\x89PNG"
+        assert "BUGGY" in revealed and "FIXED" in revealed
+    again = quiz(tmp_path, "\n".join(right) + "\n")  # same seed: same questions, now right
+    assert again.count("Correct!") == 2 and "Score: 2/2" in again
+
+
+def test_filters_and_distractors():
+    loss = pool("loss", None)
+    assert loss and all(get_bug(s.split("-", 1)[1]).category == "loss" for s in loss)
+    assert all(s.startswith("lstm-") for s in pool(None, "lstm"))
+    bug = get_bug("double_softmax")
+    others = distractors(bug, "mlp", random.Random(0))
+    assert len(others) == 3 and bug not in others and len({b.id for b in others}) == 3
+    assert any(b.category == "loss" for b in others)
+    assert distractors(bug, "mlp", random.Random(0)) == others
+
+
+def test_sparkline():
+    assert sparkline([0.0, 0.5, 1.0, float("nan")], 0.0, 1.0) == "▁▅█×"
+    assert len(sparkline(list(range(500)), 0, 499, width=40)) == 40

@@ -1,0 +1,184 @@
+"""Reliability of the sweep harness: injected faults, kill -9 and resume, determinism.
+
+Figures quoted in docs_snippets/reliability.md come from these tests: the fault sweep injects
+FAULT_CASES cases, the crash test kills the sweep KILLS times and resumes each time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import faults
+from bugzoo.config import compose_run
+from bugzoo.harness import bench, store
+from bugzoo.harness.pool import RunTask, run_task
+from bugzoo.harness.runner import execute
+from bugzoo.scoring import score_sweep
+
+SHORT = ("harness.steps=20", "harness.eval_interval=10")
+FAULT_CASES = 7  # raising run, NaN run, hung run, memory-capped run, 3 faulty detectors
+KILLS = 3
+
+
+@pytest.fixture(scope="module")
+def plugins(tmp_path_factory):
+    """The fault detectors, installed as an ordinary plug-in distribution on sys.path."""
+    site = faults.install(tmp_path_factory.mktemp("site"))
+    sys.path.insert(0, str(site))
+    yield site
+    sys.path.remove(str(site))
+
+
+def _reference(scenario: str, seed: int, *overrides: str) -> dict:
+    cfg = compose_run([f"scenario={scenario}", f"seed={seed}", *overrides])
+    return execute(cfg).summary
+
+
+def _others(before: set[int]) -> list[tuple[int, str]]:
+    """Processes below this one that were not there before, bar multiprocessing's resource
+    tracker (one helper per parent process, by design alive until the parent exits)."""
+    return [(pid, cmd) for pid, cmd in faults.descendants()
+            if pid not in before and "resource_tracker" not in cmd]
+
+
+def test_fault_injected_sweep_completes_and_isolates_each_fault(plugins, tmp_path):
+    out = str(tmp_path)
+    budget = "harness.detector_budget_s=0.5"
+    tasks = [
+        # a clean run watched by a raising and a hanging detector next to a sound one
+        RunTask("mlp-clean", 0, (*SHORT, budget), ("boom", "stall", "nonfinite"), out,
+                isolate=False, timeout_s=120),
+        # a detector that changes the model it watches
+        RunTask("mlp-clean", 1, SHORT, ("meddler", "nonfinite"), out, False, 120),
+        # loss goes NaN
+        RunTask("mlp-lr_too_high", 0, SHORT, ("nonfinite",), out, False, 120),
+        # a real leak (loss tensors kept with their graphs) against a 64 MiB address-space cap
+        RunTask("mlp-loss_tensor_kept", 0, ("harness.steps=3000", "harness.eval_interval=1000",
+                                            "harness.batch_size=2048",
+                                            "harness.memory_limit_mb=64"),
+                ("nonfinite",), out, False, 120),
+        # raises inside autograd (bench isolates loud bugs; pooled here, saving a process start)
+        RunTask("mlp-inplace_op_autograd", 0, SHORT, ("nonfinite",), out, False, 120),
+        # runs far past its timeout, in its own process
+        RunTask("mlp-clean", 2, ("harness.steps=1000000", "harness.eval_interval=1000"),
+                ("nonfinite",), out, True, 3),
+    ]
+    before = {pid for pid, _ in faults.descendants()}
+    t0 = time.monotonic()
+    counts = bench.sweep(tasks, workers=2, progress=False)
+    assert time.monotonic() - t0 < 90
+    assert sum(counts.values()) == len(tasks)
+    assert counts == {"completed": 3, "crashed": 2, "hang": 1}
+    s = {(t.scenario, t.seed): store.read_summary(t.path) for t in tasks}
+    for t in tasks:  # every run recorded once, with each of its detectors
+        assert set(s[t.scenario, t.seed]["detectors"]) == set(t.detectors)
+    assert not list(tmp_path.glob("*/.seed*")), "temporary folders left behind"
+
+    watched = s["mlp-clean", 0]
+    assert watched["outcome"] == "completed" and watched["steps_completed"] == 20
+    det = watched["detectors"]
+    assert "RuntimeError: boom at step 3" in det["boom"]["error"]
+    assert "DetectorTimeout" in det["stall"]["error"]
+    assert det["nonfinite"] == {**det["nonfinite"], "error": None, "alarms": 0}
+    # the faulty detectors left the run itself untouched: bitwise the trace of a bare run
+    assert watched["trace_digest"] == _reference("mlp-clean", 0, *SHORT)["trace_digest"]
+
+    meddled = s["mlp-clean", 1]
+    assert meddled["outcome"] == "completed" and meddled["detectors"]["meddler"]["error"] is None
+    bare = compose_run(["scenario=mlp-clean", "seed=1", *SHORT])
+    trace, ref = store.read_trace(Path(tasks[1].path)), execute(bare).trace
+    assert trace.loc[:4, "loss"].equals(ref.loc[:4, "loss"])  # the same until it meddles
+    assert not trace.loc[5:, "loss"].equals(ref.loc[5:, "loss"])
+    assert meddled["trace_digest"] != watched["trace_digest"]
+
+    nan = s["mlp-lr_too_high", 0]
+    assert nan["outcome"] == "completed" and nan["nonfinite"]
+    assert nan["detectors"]["nonfinite"]["alarms"] >= 1
+
+    leak = s["mlp-loss_tensor_kept", 0]
+    assert leak["outcome"] == "crashed"
+    assert "MemoryError" in leak["error"] or "can't allocate memory" in leak["error"]
+
+    inplace = s["mlp-inplace_op_autograd", 0]
+    assert inplace["outcome"] == "crashed" and "RuntimeError" in inplace["error"]
+
+    hung = s["mlp-clean", 2]
+    assert hung["outcome"] == "hang" and hung["hung"] and "3 s" in hung["error"]
+
+    assert _others(before) == [], "processes left behind"
+
+
+CRASH_SCENARIOS = ["mlp-clean", "mlp-double_softmax", "mlp-missing_zero_grad", "mlp-lr_too_high"]
+CRASH_DETECTORS = ["grad_explosion", "loss_plateau", "nonfinite"]
+
+
+def _bench_args(out: Path, workers: int) -> list[str]:
+    return ["bench", "--scenarios", *CRASH_SCENARIOS, "--seeds", "0,1", "--workers",
+            str(workers), "--out", str(out), "--no-progress", "--detectors", *CRASH_DETECTORS,
+            *SHORT]
+
+
+def _runs(out: Path) -> list[Path]:
+    return sorted(p.parent for p in out.glob("*/seed*/summary.json"))
+
+
+def _board(out: Path) -> pd.DataFrame:
+    """The leaderboard without its timing columns (seconds of delay, overhead)."""
+    board = pd.read_csv(out / "leaderboard.csv")
+    return board.drop(columns=[c for c in board.columns if "delay_s" in c or "overhead" in c])
+
+
+def test_kill_9_at_random_points_then_resume_equals_uninterrupted(tmp_path):
+    n = len(CRASH_SCENARIOS) * 2
+    ref = tmp_path / "reference"  # uninterrupted, serial, in this process
+    for scenario in CRASH_SCENARIOS:
+        for seed in (0, 1):
+            run_task(RunTask(scenario, seed, SHORT, tuple(CRASH_DETECTORS), str(ref), False, 120))
+    score_sweep(ref)
+
+    out, rng = tmp_path / "killed", random.Random(10)
+    kill_after = sorted(rng.sample(range(1, n), KILLS))  # completed runs before each kill
+    seen: dict[Path, int] = {}
+    cmd = [sys.executable, "-m", "bugzoo.cli", *_bench_args(out, workers=2)]
+    for k in kill_after:
+        proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while len(_runs(out)) < k and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(rng.uniform(0, 0.3))  # anywhere in the next run: mid-train or mid-write
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)  # the bench, its workers, mid-sweep
+        proc.wait()
+        for path in _runs(out):  # what completed before stays as it was
+            mtime = (path / "summary.json").stat().st_mtime_ns
+            assert seen.setdefault(path, mtime) == mtime, f"{path} was redone"
+    assert len(seen) < n, "every kill came too late to interrupt anything"
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+    runs = _runs(out)
+    assert [p.relative_to(out) for p in runs] == [p.relative_to(ref) for p in _runs(ref)]
+    assert len(runs) == n and len(list(out.glob("*/*"))) == n, "a run lost or duplicated"
+    assert not list(out.glob("*/.*")), "temporary or replaced folders left behind"
+    for path in runs:  # nothing corrupt, nothing redone
+        summary = json.loads((path / "summary.json").read_text())
+        assert summary["outcome"] == "completed" and summary["steps_completed"] == 20
+        assert len(store.read_trace(path)) == 20
+        store.read_alarms(path)
+        assert path not in seen or (path / "summary.json").stat().st_mtime_ns == seen[path]
+        # determinism across processes: 2 resumed workers vs this process
+        twin = store.read_summary(ref / path.relative_to(out))
+        assert summary["trace_digest"] == twin["trace_digest"], path
+    pd.testing.assert_frame_equal(_board(out), _board(ref))
+    assert (out / "outcomes.csv").read_text().count("\n") == n * len(CRASH_DETECTORS) + 1
