@@ -28,12 +28,16 @@ BUG = Fp16NoScaler(
                  "gradients vanish before they reach the float32 weights. GradScaler multiplies "
                  "the loss by a large factor (65536 to start) so gradients stay representable, "
                  "unscales them before the step, and skips steps whose gradients overflowed. "
-                 "Measured here (CPU autocast, 40-150 steps): on the mlp the fraction of "
-                 "exactly-zero gradient entries rises by about 0.01-0.02 in every seed tried "
-                 "(e.g. 0.086 vs 0.068), while accuracy barely moves; on the lstm, transformer "
-                 "and resnet the difference is within 0.003, because these tiny models' "
-                 "gradients mostly stay within float16 range. The seed-to-seed spread of the "
-                 "metric is comparable to the effect, so the bug is only listed for the mlp."),
+                 "Measured here (mlp, CPU autocast, default 300 steps, seeds 0-4): the share of "
+                 "exactly-zero gradient entries is 0.097-0.119 without the scaler against "
+                 "0.076-0.092 with it, every buggy run above every clean one; the gap grows as "
+                 "training fits and gradients shrink (about 0.007 over the first 50 steps, 0.03 "
+                 "after 200), and at 150 steps it is within seed noise. Validation loss and "
+                 "accuracy barely move (0.156-0.169 vs 0.157-0.168): AdamW normalises each "
+                 "entry's step, so only the flushed entries lose their update. Gradient "
+                 "accumulation over 8 micro-batches or batches of 512 did not widen the gap, and "
+                 "on the lstm, transformer and resnet the difference stays within 0.003, so the "
+                 "bug is listed for the mlp only."),
     buggy="""\
 with torch.autocast("cuda", dtype=torch.float16):
     loss = criterion(model(x), y)

@@ -27,20 +27,21 @@ BUG = MaskAfterSoftmax(
     title="Attention padding mask applied after softmax",
     category="model",
     symptom=Symptom("final_val_acc", "lower",
-                    "training still converges, but each row's attention mass depends on the "
-                    "batch's padding; validation accuracy is expected to end below the clean "
-                    "run's, though on this mini encoder the drop is within seed noise"),
+                    "expected: each row's attention mass depends on the batch's padding, so "
+                    "accuracy suffers; on this mini encoder it does not (see the explanation)"),
     explanation=("A key-padding mask must set padded scores to -inf before the softmax so the "
                  "weights over the real tokens sum to 1. Multiplying the probabilities by the "
                  "mask afterwards removes the padded keys' weight without renormalising: each "
-                 "row's total attention shrinks with the amount of padding in the batch (which "
-                 "depends on the longest sequence in it), and the padded positions' embeddings "
-                 "still enter the denominator. The same review gets a different representation "
-                 "depending on its batch-mates and its own length. Measured on the mini "
-                 "encoder here (CPU, 150 steps): the model largely compensates, and final "
-                 "validation accuracy stays within seed noise of the clean run's (0.865/0.845 "
-                 "vs 0.867/0.838 for seeds 0/1; with lengths 2-64 0.845 vs 0.823; evaluated one "
-                 "review at a time, without padding, 0.857 vs 0.867)."),
+                 "row's total attention shrinks with the amount of padding, and the padded "
+                 "positions still enter the denominator, so a review's representation depends "
+                 "on how much it was padded. Measured on the mini encoder here (CPU, 150 steps, "
+                 "validation accuracy, seeds 0/1): the model learns to give padded keys "
+                 "negligible scores, and the padding then acts as a harmless attention sink. "
+                 "Padding every batch to a fixed 96 tokens (reviews 4-32): 0.860/0.845 buggy vs "
+                 "0.850/0.823 clean. Training with per-batch padding and evaluating padded to "
+                 "96: 0.865/0.850 vs 0.845/0.825. Training padded to 96 and evaluating padded "
+                 "to the longest review: 0.853/0.842 vs 0.850/0.823. Default settings: "
+                 "0.865/0.845 vs 0.867/0.838. The scenario is excluded from the bench."),
     buggy="""\
 weights = scores.softmax(dim=-1)
 weights = weights * (~key_padding)            # mask after softmax""",
