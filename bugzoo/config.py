@@ -38,8 +38,8 @@ def load_scenario_file(path: Path) -> dict:
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
-        raise UsageError(f"malformed scenario file {path}{where}: "
-                         f"{getattr(e, 'problem', None) or e}") from None
+        problem = getattr(e, "problem", None) or str(e).strip().splitlines()[0]
+        raise UsageError(f"malformed scenario file {path}{where}: {problem}") from None
     if not isinstance(node, dict) or node.get("scenario") != path.stem:
         raise UsageError(f"malformed scenario file {path}: it must be a mapping with "
                          f"'scenario: {path.stem}'")

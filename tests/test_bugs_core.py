@@ -43,11 +43,11 @@ def test_symptom_separates(bug, model, extra):
 
 
 def test_fp16_no_scaler_underflows_more_gradients():
-    """Without loss scaling, more fp16 gradient entries flush to exactly zero (paired by seed)."""
+    """Without loss scaling, more fp16 gradient entries flush to exactly zero (every seed)."""
     result = check_symptom(scenario_overrides("mlp-fp16_no_scaler"), SEEDS,
-                           ["harness.steps=40", "harness.eval_interval=20"])
+                           ["harness.steps=300", "harness.eval_interval=300"])
     assert result.metric == "mean_zero_grad_frac"
-    assert all(b > c for b, c in zip(result.buggy, result.clean, strict=True)), result
+    assert all_worse(result), (result.buggy, result.clean)
 
 
 def built(*overrides: str) -> Trainer:
@@ -59,6 +59,8 @@ def built(*overrides: str) -> Trainer:
 
 def test_mask_after_softmax_rows_lose_mass_only_with_padding():
     trainer = built("scenario=transformer-mask_after_softmax")
+    tokens, lengths = trainer.data.train.inputs(torch.arange(4))
+    assert tokens.shape[1] == 96 and lengths.max() <= 32  # padded to a fixed width
     attention = trainer.model.backbone.layers[0].attn
     scores = torch.randn(2, 2, 5, 5)
     padded = torch.tensor([[False, False, False, True, True], [False] * 5])[:, None, None, :]

@@ -23,10 +23,11 @@ from bugzoo.config import compose_run, group_choices, scenarios
 from bugzoo.harness import store
 from bugzoo.harness.runner import execute
 
-EXAMPLES = 15  # per property; 9 properties -> the figure quoted in docs_snippets/reliability.md
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
+EXAMPLES = 12  # per property (fewer where noted); the figure quoted in -> the figure quoted in docs_snippets/reliability.md
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow])
+FEW = settings(FUZZ, max_examples=6)  # properties whose examples compose twice
 NAME = st.text(string.ascii_lowercase + string.digits + "_-", min_size=1, max_size=16)
 WORD = st.text(string.ascii_letters, min_size=1, max_size=8)  # parses as a string override
 
@@ -116,7 +117,7 @@ def test_bad_workers(stored, workers, tmp_path):
     unharmed(stored)
 
 
-@FUZZ
+@FEW
 @given(key=st.sampled_from(["harness.stepz", "optim.learning_rate", "steps", "harness.seed"]),
        junk=st.sampled_from(["[1", "{a:", "=", "'x", "1,2]", "${oops"]))
 def test_bad_override_syntax_and_keys(stored, key, junk):
@@ -172,14 +173,11 @@ def scenario_copy(tmp_path, monkeypatch):
     ["scenario: [", "defaults:\n - override /model: mlp\n  bad", "- 1\n- 2", "{a: 1",
      "scenario: other-name", "\t", "scenario: mlp-fuzzed\n  x: : y"])))
 def test_malformed_scenario_yaml(stored, scenario_copy, text):
+    """(``bugzoo run`` reads scenarios the same way: see the console-script test.)"""
     bad = scenario_copy / "mlp-fuzzed.yaml"
     bad.write_text(text)
     scenarios.cache_clear()
-    for argv in (["list", "scenarios"], ["run", "scenario=mlp-clean",
-                                         f"harness.out_dir={stored[0]}"]):
-        line = fails(argv)
-        assert f"malformed scenario file {bad}" in line
-    assert "scenario: mlp-fuzzed" in fails(["list", "scenarios"]) or "line" in line or True
+    assert f"malformed scenario file {bad}" in fails(["list", "scenarios"])
     bad.unlink()
     scenarios.cache_clear()
     unharmed(stored)
@@ -204,6 +202,7 @@ def test_console_script_bad_input(stored, tmp_path):
         (["run", "harness.steps=[1", f"harness.out_dir={stored[0]}"], None, "bad override"),
         (["bench", "--workers", "0", "--out", str(stored[0] / "single")], None, "--workers"),
         (["list", "scenarios"], env, "malformed scenario file"),
+        (["run", "scenario=mlp-clean", f"harness.out_dir={stored[0]}"], env, "mlp-broken.yaml"),
     ]
     for argv, environ, expected in cases:
         done = _script(*argv, env=environ)

@@ -33,12 +33,8 @@ def bugzoo_run(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
-@pytest.fixture(scope="module")
-def sweeps(tmp_path_factory) -> dict[str, Path]:
+def launch_sweeps(root: Path) -> dict[str, Path]:
     """The same 2 scenarios x 2 seeds sweep, once per launcher, into one results root."""
-    pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
-    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
-    root = tmp_path_factory.mktemp("store")
     found = {}
     for name, launcher in LAUNCHERS.items():
         scenarios = SCENARIOS + (["mlp-device_mismatch"] if name == "basic" else [])
@@ -60,7 +56,7 @@ def without_timing(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.drop(columns=[c for c in frame.columns if c.startswith(TIMING)])
 
 
-def test_every_launcher_fills_the_same_store_layout(sweeps):
+def check_store_layout(sweeps: dict[str, Path]) -> None:
     expected = {f"{s}/seed{k}" for s in SCENARIOS for k in (0, 1)}
     for name, sweep_dir in sweeps.items():
         assert set(runs(sweep_dir)) == expected, name
@@ -73,13 +69,13 @@ def test_every_launcher_fills_the_same_store_layout(sweeps):
             assert set(store.read_summary(path)["detectors"]) == set(DETECTORS)
 
 
-def test_cuda_only_scenario_is_skipped_with_a_reason(sweeps):
+def check_cuda_only_skipped(sweeps: dict[str, Path]) -> None:
     assert not (sweeps["basic"] / "mlp-device_mismatch").exists()
     logs = "".join(p.read_text() for p in (sweeps["basic"].parent / "hydra-basic").rglob("*.log"))
     assert "skipping mlp-device_mismatch seed 0: needs CUDA" in logs
 
 
-def test_launchers_give_identical_traces_and_alarms(sweeps):
+def check_identical_runs(sweeps: dict[str, Path]) -> None:
     basic = runs(sweeps["basic"])
     for name in ("joblib", "submitit"):
         for key, path in runs(sweeps[name]).items():
@@ -88,7 +84,7 @@ def test_launchers_give_identical_traces_and_alarms(sweeps):
             pd.testing.assert_frame_equal(store.read_alarms(basic[key]), store.read_alarms(path))
 
 
-def test_launchers_score_identically(sweeps):
+def check_identical_scores(sweeps: dict[str, Path]) -> None:
     boards, tables = {}, {}
     for name, sweep_dir in sweeps.items():
         score_sweep(sweep_dir)
@@ -99,6 +95,17 @@ def test_launchers_score_identically(sweeps):
     for name in ("joblib", "submitit"):
         pd.testing.assert_frame_equal(boards["basic"], boards[name])
         pd.testing.assert_frame_equal(tables["basic"], tables[name])
+
+
+def test_basic_joblib_and_submitit_sweeps_fill_one_store_and_score_identically(tmp_path):
+    """One test (not a shared fixture), so ``pytest -n`` runs the three sweeps once."""
+    pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    sweeps = launch_sweeps(tmp_path)
+    check_store_layout(sweeps)
+    check_cuda_only_skipped(sweeps)
+    check_identical_runs(sweeps)
+    check_identical_scores(sweeps)
 
 
 def test_every_detector_has_a_config_in_the_detector_group():
