@@ -11,11 +11,11 @@ import string
 import subprocess
 from pathlib import Path
 
+import faults
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import faults
 from bugzoo import config
 from bugzoo.bugs import ALL_MODELS, all_bugs
 from bugzoo.cli import main

@@ -20,9 +20,9 @@ import re
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
