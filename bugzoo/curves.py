@@ -26,12 +26,12 @@ from bugzoo.validity import DEFAULT_SEEDS, plan_tasks  # noqa: E402
 
 # symptom metric -> trace column drawn in the fourth panel
 EXTRA_PANEL = {
-    "rss_growth_mb": "rss_mb", "peak_rss_mb": "rss_mb", "final_lr": "lr", "max_lr": "lr", "mean_lr": "lr",
+    "rss_growth_mb": "rss_mb", "peak_rss_mb": "rss_mb", "heap_growth_mb": "heap_mb", "final_lr": "lr", "max_lr": "lr", "mean_lr": "lr",
     "data_time_frac": "data_s", "median_step_s": "step_s", "mean_zero_grad_frac": "zero_grad_frac",
     "train_mode_frac": "training", "mean_update_ratio": "update_ratio",
 }
 LABELS = {"loss": "training loss (10-step mean)", "val_acc": "validation accuracy",
-          "grad_norm": "global grad norm", "rss_mb": "process RSS (MiB)", "lr": "learning rate",
+          "grad_norm": "global grad norm", "rss_mb": "process RSS (MiB)", "heap_mb": "live heap (MiB)", "lr": "learning rate",
           "data_s": "data time per step (s)", "step_s": "step time (s)",
           "zero_grad_frac": "share of zero gradients", "training": "model.training",
           "update_ratio": "update / param norm", "param_norm": "parameter norm"}
@@ -77,9 +77,9 @@ def draw(bug_id: str, runs: dict[str, tuple[pd.DataFrame, pd.DataFrame]], onset:
                         marker="o" if column == "val_acc" else None, ms=3)
                 ax.fill_between(b.step, b["min"], b["max"], color=COLOURS[variant], alpha=0.2)
                 data.append(b.assign(model=model, variant=variant, quantity=column))
-            if column in ("grad_norm", "rss_mb") or (column == "loss" and not buggy.empty
+            if column in ("grad_norm", "rss_mb", "heap_mb") or (column == "loss" and not buggy.empty
                                                      and (buggy.loss.dropna() > 0).all()):
-                ax.set_yscale("symlog" if column == "rss_mb" else "log")
+                ax.set_yscale("symlog" if column in ("rss_mb", "heap_mb") else "log")
             if onset.get(model):
                 ax.axvline(onset[model], color="k", ls="--", lw=1, label="onset")
             ax.set_title(f"{model}: {LABELS.get(column, column)}", fontsize=9)

@@ -57,6 +57,9 @@ def summarize(trace: pd.DataFrame, num_classes: int) -> dict:
         "train_mode_frac": float(trace["training"].mean()),
         "peak_rss_mb": float(trace["rss_mb"].max()),
         "rss_growth_mb": float(trace["rss_mb"].tail(10).median() - trace["rss_mb"].head(10).median()),
+        # live heap at the end vs after the first steps (optimizer state exists by then)
+        "heap_growth_mb": float(trace["heap_mb"].tail(10).median()
+                                - trace["heap_mb"].iloc[5:15].median()),
         "data_time_frac": float(trace["data_s"].sum() / max(trace["step_s"].sum(), 1e-9)),
         "median_step_s": float(trace["step_s"].median()),
         "trace_digest": trace_digest(trace),

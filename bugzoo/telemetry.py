@@ -6,6 +6,7 @@ per step (one device sync on GPU), so telemetry stays cheap.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import resource
 from dataclasses import asdict, dataclass, field
@@ -34,6 +35,7 @@ class Observation:
     data_s: float
     elapsed_s: float
     rss_mb: float
+    heap_mb: float
     cuda_mb: float
     scale: float | None
     training: bool
@@ -49,7 +51,7 @@ class Observation:
 
 
 # Columns that measure time or memory: they legitimately differ between identical runs.
-TIMING_COLUMNS = ("step_s", "data_s", "elapsed_s", "rss_mb", "cuda_mb")
+TIMING_COLUMNS = ("step_s", "data_s", "elapsed_s", "rss_mb", "heap_mb", "cuda_mb")
 
 
 def rss_mb() -> float:
@@ -59,6 +61,36 @@ def rss_mb() -> float:
             return int(f.read().split()[1]) * PAGE_MB
     except OSError:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+
+
+def _mallinfo2():
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = _MallInfo2
+        return libc.mallinfo2
+    except (OSError, AttributeError):
+        return None
+
+
+_MALLINFO2 = _mallinfo2()
+
+
+def heap_mb() -> float:
+    """Bytes currently allocated through malloc (CPU tensors included), in MiB.
+
+    Unlike RSS, this falls when memory is freed and rises when a leak reuses freed pages, so a
+    leak shows even in a process that already peaked. glibc only; elsewhere it is the RSS.
+    """
+    if _MALLINFO2 is None:
+        return rss_mb()
+    info = _MALLINFO2()
+    return (info.uordblks + info.hblkhd) / 2**20
 
 
 class Telemetry:
@@ -114,6 +146,7 @@ class Telemetry:
             nonfinite_grads=int(nonfinite),
             zero_grad_frac=zero_frac,
             rss_mb=rss_mb(),
+            heap_mb=heap_mb(),
             layer_grad_norms=dict(zip(self.grad_names, layers, strict=True)),
             **context,
         )

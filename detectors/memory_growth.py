@@ -9,8 +9,8 @@ from bugzoo.telemetry import Observation
 class MemoryGrowth(Detector):
     """Recipe: OOM forensics — "memory growing over time means a leak" (reference notes).
 
-    After ``warmup`` steps (allocator and caches settle), the resident set size (and CUDA memory
-    in use) is watched: growth above ``total_mb`` since the warm-up *and* above ``window_mb``
+    After ``warmup`` steps (allocator and caches settle), the live heap (malloc in use; see
+    ``bugzoo.telemetry.heap_mb``) and CUDA memory in use are watched: growth above ``total_mb`` since the warm-up *and* above ``window_mb``
     within the last ``window`` steps (still rising, not a one-off plateau) raises a ``memory``
     alarm.
     """
@@ -22,13 +22,13 @@ class MemoryGrowth(Detector):
 
     def setup(self, run: RunView) -> None:
         super().setup(run)
-        self.series: dict[str, list[float]] = {"rss": [], "cuda": []}
+        self.series: dict[str, list[float]] = {"heap": [], "cuda": []}
         self.fired = False
 
     def observe(self, obs: Observation) -> list[Alarm]:
         if self.fired or obs.step < self.warmup:
             return []
-        for kind, value in (("rss", obs.rss_mb), ("cuda", obs.cuda_mb)):
+        for kind, value in (("heap", obs.heap_mb), ("cuda", obs.cuda_mb)):
             series = self.series[kind]
             series.append(value)
             total = series[-1] - series[0]

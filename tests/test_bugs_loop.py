@@ -25,7 +25,7 @@ SHORT = {
     "step_every_k_without_zero": ([0, 1], ["harness.steps=40"]),
     "lr_too_high": ([0, 1], ["harness.steps=40"]),
     "no_clipping_spike": ([0, 1, 2], ["harness.steps=100", "harness.outlier_step=50"]),
-    "loss_tensor_kept": ([0, 1], ["harness.steps=60"]),
+    "loss_tensor_kept": ([0, 1], ["harness.steps=150"]),
     "optimizer_stale_params": ([0, 1], ["harness.steps=40"]),
     "detached_graph": ([0, 1], ["harness.steps=40", "harness.eval_interval=20"]),
     "int_cast_in_forward": ([0, 1], ["harness.steps=40", "harness.eval_interval=20"]),

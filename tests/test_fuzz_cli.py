@@ -200,7 +200,6 @@ def test_console_script_bad_input(stored, tmp_path):
         (["run", "scenario=mlp-clen", f"harness.out_dir={stored[0]}"], None,
          "did you mean 'mlp-clean'?"),
         (["run", "harness.steps=[1", f"harness.out_dir={stored[0]}"], None, "bad override"),
-        (["bench", "--workers", "0", "--out", str(stored[0] / "single")], None, "--workers"),
         (["list", "scenarios"], env, "malformed scenario file"),
         (["run", "scenario=mlp-clean", f"harness.out_dir={stored[0]}"], env, "mlp-broken.yaml"),
     ]

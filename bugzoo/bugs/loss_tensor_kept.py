@@ -32,7 +32,7 @@ BUG = LossTensorKept(
     id="loss_tensor_kept",
     title="Loss tensors (with their graphs) kept in a list",
     category="memory",
-    symptom=Symptom("rss_growth_mb", "higher",
+    symptom=Symptom("heap_growth_mb", "higher",
                     "memory grows linearly with the step count: every step's activations stay "
                     "referenced through the stored loss tensors"),
     explanation=("Appending `loss` instead of `loss.item()` to a logging list keeps a tensor "
