@@ -63,6 +63,11 @@ class Detector:
 
     name: str = "detector"
 
+    @staticmethod
+    def available() -> str | None:
+        """Why this detector cannot run here (e.g. its optional tool is not installed), or None."""
+        return None
+
     def setup(self, run: RunView) -> None:
         self.run = run
         self.handles: list[RemovableHandle] = []
@@ -117,6 +122,15 @@ class Detector:
 def detector_names() -> list[str]:
     """Names of every installed detector, read from entry points without importing them."""
     return sorted({ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)})
+
+
+def unavailable(name: str) -> str | None:
+    """Why the installed detector ``name`` cannot run here, or ``None`` (imports its module)."""
+    eps = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    try:
+        return eps[name].load().available()
+    except ImportError as e:
+        return f"cannot import {eps[name].value}: {e}"
 
 
 def load_detector(name: str, **params) -> Detector:

@@ -15,9 +15,10 @@ BUG = InitTooSmall(
     id="init_too_small",
     title="Weight initialisation std too small (deep MLP)",
     category="model",
-    symptom=Symptom("final_val_acc", "lower",
+    symptom=Symptom("final_val_loss", "higher",
                     "activations and gradients vanish through the layers: the loss sits at "
-                    "log(C) for a long plateau and validation accuracy ends below the clean run"),
+                    "log(C) for a long plateau, then Adam slowly rescales the weights; "
+                    "validation loss ends well above the clean run's (accuracy lower too)"),
     explanation=("With std=0.01 each 128-wide ReLU layer shrinks the activation scale by about "
                  "0.01*sqrt(128/2)=0.08; after eight layers the signal is ~1e-9 of the input. "
                  "The output is constant, the backward signal vanishes just as fast, and the "

@@ -120,6 +120,16 @@ def sweep(tasks: list[RunTask], workers: int, progress: bool = True) -> Counter:
     return outcomes
 
 
+def _skipped(name: str) -> bool:
+    """Leave a detector out of the default selection when its optional tool is missing."""
+    from bugzoo.detector import unavailable
+
+    reason = unavailable(name)
+    if reason:
+        log.warning("skipping detector %s: %s", name, reason)
+    return reason is not None
+
+
 def _parser() -> ArgumentParser:
     p = ArgumentParser(
         prog="bugzoo bench",
@@ -142,7 +152,7 @@ def _parser() -> ArgumentParser:
 
 def main(argv: list[str]) -> int:
     from bugzoo.config import compose_run
-    from bugzoo.detector import detector_names
+    from bugzoo.detector import detector_names, unavailable
     from bugzoo.errors import unknown_choice
     from bugzoo.scoring import score_sweep
 
@@ -153,10 +163,12 @@ def main(argv: list[str]) -> int:
         raise UsageError(f"--workers must be between 1 and {MAX_WORKERS}, got {args.workers}")
     name = args.sweep or ("quick" if args.quick else "bench")
     installed = detector_names()
-    chosen = args.detectors or installed
-    for d in chosen:
+    for d in args.detectors or ():
         if d not in installed:
             raise unknown_choice("detector", d, installed)
+        if reason := unavailable(d):
+            raise UsageError(f"detector {d} cannot run here: {reason}")
+    chosen = args.detectors or [d for d in installed if not _skipped(d)]
     seeds = parse_seeds(args.seeds) if args.seeds else ([0] if args.quick else list(DEFAULT_SEEDS))
     overrides = [*(QUICK_OVERRIDES if args.quick else ()), *overrides]
     plan = scenario_plan(args.scenarios, quick=args.quick)
