@@ -13,6 +13,7 @@ Detectors are discovered through the entry-point group ``bugzoo.detectors``.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from bugzoo.errors import unknown_choice
 from bugzoo.telemetry import Observation
 
 ENTRY_POINT_GROUP = "bugzoo.detectors"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,8 @@ class Detector:
     """Base class for detectors. Subclasses override ``setup``, ``observe`` and maybe others."""
 
     name: str = "detector"
+    # False for costly optional tools: they run only when selected by name
+    in_default_suite: bool = True
 
     @staticmethod
     def available() -> str | None:
@@ -124,13 +128,30 @@ def detector_names() -> list[str]:
     return sorted({ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)})
 
 
+def default_detectors() -> list[str]:
+    """The detectors a sweep uses when none are named: installed, runnable here, and part of
+    the default suite. Each one left out is logged with its reason."""
+    chosen = []
+    for name in detector_names():
+        if reason := unavailable(name):
+            log.warning("skipping detector %s: %s", name, reason)
+        elif not _load_class(name).in_default_suite:
+            log.info("detector %s runs only when named (not in the default suite)", name)
+        else:
+            chosen.append(name)
+    return chosen
+
+
+def _load_class(name: str) -> type[Detector]:
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}[name].load()
+
+
 def unavailable(name: str) -> str | None:
     """Why the installed detector ``name`` cannot run here, or ``None`` (imports its module)."""
-    eps = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
     try:
-        return eps[name].load().available()
+        return _load_class(name).available()
     except ImportError as e:
-        return f"cannot import {eps[name].value}: {e}"
+        return f"cannot import detector {name}: {e}"
 
 
 def load_detector(name: str, **params) -> Detector:

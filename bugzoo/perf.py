@@ -20,7 +20,7 @@ import torch
 
 from bugzoo.config import compose_run
 from bugzoo.data.base import forever
-from bugzoo.detector import detector_names, load_detector
+from bugzoo.detector import default_detectors, load_detector
 from bugzoo.errors import ArgumentParser
 from bugzoo.harness.runner import Watch, execute, run_view
 from bugzoo.models import MODELS
@@ -125,14 +125,14 @@ def main(argv: list[str]) -> int:
     p = ArgumentParser(prog="bugzoo perf", description=__doc__.splitlines()[0])
     p.add_argument("what", choices=["baselines", "overhead"])
     p.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
-    p.add_argument("--detectors", nargs="+", help="default: every installed detector")
+    p.add_argument("--detectors", nargs="+", help="default: the default detector suite")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     command = " ".join(["bugzoo perf", *argv])
     if args.what == "baselines":
         path = write(baselines(args.models), "baselines", "Clean baselines", command)
     else:
-        detectors = args.detectors or detector_names()
+        detectors = args.detectors or default_detectors()
         note = ("Ratios of median step time to the bare loop (no telemetry, no detectors), "
                 "interleaved blocks in one process. Detectors: " + ", ".join(detectors) + ".")
         path = write(overhead(args.models, detectors), "overhead", "Loop overhead", command,

@@ -1,7 +1,7 @@
 """``cockpit``: the Cockpit debugging tool (Schneider, Dangel & Hennig, NeurIPS 2021) as a detector.
 
 Optional: needs ``pip install -c constraints.txt 'bugzoo-bench[tools]'`` (``cockpit-for-pytorch``,
-which brings BackPACK). The tool is imported in :meth:`Cockpit.setup` only.
+which brings BackPACK). The tool is imported only once a run starts (in :meth:`Cockpit.setup`).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import math
 import statistics
 import warnings
 
+import pandas as pd
 import torch
 from torch import nn
 
@@ -23,6 +24,19 @@ log = logging.getLogger(__name__)
 
 EXTRA_HINT = ("the cockpit detector needs Cockpit and BackPACK: "
               "pip install -c constraints.txt 'bugzoo-bench[tools]'")
+
+
+def _unsupported(model: nn.Module, loss_fn: nn.Module) -> str | None:
+    """Why BackPACK cannot give Cockpit per-sample gradients for this model and loss, or None."""
+    from backpack.extensions import BatchGrad
+
+    if not isinstance(loss_fn, nn.CrossEntropyLoss):
+        return f"loss {type(loss_fn).__name__} is not CrossEntropyLoss"
+    supported = tuple(getattr(BatchGrad(), "_BackpropExtension__module_extensions", {}))
+    owners = {type(m).__name__ for m in model.modules()
+              if any(p.requires_grad for p in m.parameters(recurse=False))
+              and not isinstance(m, supported)}
+    return f"BackPACK has no per-sample gradients for {sorted(owners)}" if owners else None
 
 
 class Cockpit(Detector):
@@ -54,10 +68,14 @@ class Cockpit(Detector):
     after the step it runs forward, cross-entropy and backward of that batch on the shadow
     under Cockpit (in a forked RNG, so the live run's random stream is untouched). The shadow
     sees the model's own code and the live trajectory, but not bugs planted in the loop around
-    the model (its loss is a fresh ``CrossEntropyLoss``, its dropout masks differ). Models with
-    modules BackPACK does not support (LSTM, attention) make the detector stand down with a
-    logged reason. Cost: one extra forward and a per-sample backward per step.
+    the model (its loss is a fresh ``CrossEntropyLoss``, its dropout masks differ). On a model
+    BackPACK cannot handle (a layer without per-sample gradients, e.g. the transformer's
+    LayerNorm, found before training; or a failing first backward, e.g. the LSTM's) or a loss
+    other than cross-entropy the detector stands down with a logged reason. Cost: one extra forward and a per-sample backward per step.
     """
+
+    stood_down: str | None = None  # why the adapter went passive in this run, if it did
+    in_default_suite = False  # 5-20x overhead: run it by name (--detectors cockpit)
 
     def __init__(self, window: int = 10, alpha_max: float = 1.0, explode: float = 10.0,
                  every: int = 1):
@@ -79,29 +97,28 @@ class Cockpit(Detector):
             from backpack import extend
             from cockpit import Cockpit as Tool
             from cockpit.utils.configuration import configuration
-        self.step, self.fired = 0, set()
+        self.fired: set[str] = set()
         self.batch: tuple | None = None
         self.history: dict[str, list[float]] = {}
         self.read: dict[str, set[int]] = {}
-        self.active = isinstance(run.loss_fn, nn.CrossEntropyLoss)
+        self.stood_down = _unsupported(run.model, run.loss_fn)
+        self.active = self.stood_down is None
         if not self.active:
-            log.warning("cockpit stands down: loss %s is not CrossEntropyLoss",
-                        type(run.loss_fn).__name__)
+            log.warning("cockpit stands down: %s", self.stood_down)
             return
         self.shadow = extend(copy.deepcopy(run.model))
         self.loss_fn = extend(nn.CrossEntropyLoss())
         self.sample_loss = nn.CrossEntropyLoss(reduction="none")
         self.params = [p for p in self.shadow.parameters() if p.requires_grad]
         self.tool = Tool(self.params, quantities=configuration("economy"))
-        self.hook(lambda fn: run.model.register_forward_pre_hook(fn, with_kwargs=False),
-                  self._capture_inputs)
+        self.hook(run.model.register_forward_pre_hook, self._capture_inputs)
         self.hook(run.loss_fn.register_forward_pre_hook, self._capture_targets)
 
     def _capture_inputs(self, module, inputs) -> None:
         if self.batch is not None or not torch.is_grad_enabled():
             return
         with torch.no_grad():
-            for live, mine in zip(module.parameters(), self.shadow.parameters()):
+            for live, mine in zip(module.parameters(), self.shadow.parameters(), strict=True):
                 mine.copy_(live)
                 mine.grad = None if live.grad is None else live.grad.detach().clone()
         self.shadow.train(module.training)
@@ -111,7 +128,7 @@ class Cockpit(Detector):
         if self.batch is not None and self.batch[1] is None and torch.is_grad_enabled():
             self.batch = (self.batch[0], args[1].detach())
 
-    def _track(self, step: int) -> dict[str, float]:
+    def _track(self, step: int) -> dict[str, list[float]]:
         """One Cockpit step on the shadow; returns this step's scalar readings."""
         inputs, y = self.batch
         with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
@@ -139,11 +156,26 @@ class Cockpit(Detector):
         alarms = self.flush()
         if self.active and self.batch is not None and self.batch[1] is not None \
                 and obs.step % self.every == 0:
-            for name, values in self._track(obs.step).items():
+            try:
+                readings = self._track(obs.step)
+            except Exception as e:  # BackPACK cannot backpropagate through this model
+                if self.history:
+                    raise
+                self.stood_down, self.active = f"BackPACK failed: {type(e).__name__}: {e}", False
+                log.warning("cockpit stands down: %s", self.stood_down)
+                readings = {}
+            for name, values in readings.items():
                 self.history.setdefault(name, []).extend(values)
-            alarms += self._rules(obs.step, obs.loss)
+            alarms += self._rules(obs.step, obs.loss) if self.active else []
         self.batch = None
         return alarms
+
+    def teardown(self) -> None:
+        if getattr(self, "active", False) and not self.history:
+            self.stood_down = "no batch reached the model and its loss module (loss computed " \
+                "elsewhere), so the shadow had nothing to track"
+            log.warning("cockpit stood down: %s", self.stood_down)
+        super().teardown()
 
     def _fire(self, step: int, symptom: str, category: str, message: str) -> list[Alarm]:
         if symptom in self.fired:
@@ -179,3 +211,52 @@ class Cockpit(Detector):
             out += self._fire(step, "cockpit_grad_zero", "model",
                               "gradient norm is exactly zero: no gradient reaches the parameters")
         return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Table of what Cockpit flags on a few scenarios, with its wall-time overhead."""
+    import argparse
+    import time
+
+    from bugzoo.config import compose_run
+    from bugzoo.harness.runner import execute
+    from bugzoo.tables import markdown
+
+    p = argparse.ArgumentParser(prog="python -m detectors.cockpit_adapter")
+    p.add_argument("--scenarios", nargs="+", default=[
+        "mlp-clean", "mlp-missing_zero_grad", "mlp-lr_too_high", "mlp-log_of_zero",
+        "mlp-frozen_from_start", "mlp-double_softmax", "mlp-init_too_large"])
+    p.add_argument("--steps", type=int, default=100)
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    _unsupported(nn.Linear(1, 1), nn.CrossEntropyLoss())  # import the tools before timing
+    execute(compose_run([f"scenario={args.scenarios[0]}", "harness.steps=5"]))  # warm-up
+    rows = []
+    for sid in args.scenarios:
+        cfg = compose_run([f"scenario={sid}", f"harness.steps={args.steps}",
+                           f"seed={args.seed}"])
+        walls = {}
+        for watched in (False, True):
+            detector = Cockpit()
+            detector.name = "cockpit"
+            t0 = time.perf_counter()
+            result = execute(cfg, [detector] if watched else [])
+            walls[watched] = time.perf_counter() - t0
+        status = result.summary["detectors"]["cockpit"]
+        first = result.alarms.sort_values("step").head(1)
+        if detector.stood_down:  # set in setup, at the first step or at teardown
+            status["error"] = f"stood down: {detector.stood_down}"
+        rows.append({"scenario": sid, "alarms": status["alarms"],
+                     "first": "" if first.empty else
+                     f"{first['symptom'].iloc[0]} ({first['category'].iloc[0]}) "
+                     f"@ step {first['step'].iloc[0]}",
+                     "error": status["error"] or "",
+                     "plain_s": round(walls[False], 2), "cockpit_s": round(walls[True], 2),
+                     "overhead": f"{walls[True] / walls[False]:.1f}x"})
+    print(markdown(pd.DataFrame(rows)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -8,8 +8,7 @@ import shutil
 import pytest
 
 from bugzoo.config import compose_run
-from bugzoo.detector import detector_names, unavailable
-from bugzoo.harness import bench
+from bugzoo.detector import default_detectors, detector_names, unavailable
 from bugzoo.harness.runner import execute
 from bugzoo.telemetry import TIMING_COLUMNS
 from detectors.cockpit_adapter import Cockpit
@@ -27,11 +26,13 @@ def test_adapters_import_and_register_without_their_tools():
         assert "bugzoo-bench[tools]" in reason
 
 
-def test_bench_skips_a_detector_whose_tool_is_missing(monkeypatch, caplog):
+def test_default_suite_skips_missing_tools_and_costly_adapters(monkeypatch, caplog):
+    caplog.set_level("INFO")
+    assert "cockpit" not in default_detectors()  # costly: only when named
+    assert "nonfinite" in default_detectors()
     monkeypatch.setattr(Cockpit, "available", staticmethod(lambda: "cockpit not installed"))
-    assert bench._skipped("cockpit")
+    assert "cockpit" not in default_detectors()
     assert "skipping detector cockpit: cockpit not installed" in caplog.text
-    assert not bench._skipped("nonfinite")
 
 
 def test_cockpit_setup_names_the_extra_when_missing(monkeypatch):
@@ -67,10 +68,18 @@ def test_cockpit_flags_missing_zero_grad_not_clean_and_leaves_the_run_unchanged(
 
 
 @pytest.mark.skipif(not HAS_TRAINCHECK, reason="TrainCheck not installed (extra: tools)")
-def test_traincheck_offline_flags_missing_zero_grad_not_clean(tmp_path):
+def test_traincheck_offline_flags_missing_zero_grad_beyond_the_clean_control(tmp_path):
     from detectors.traincheck_adapter import run_offline
 
     table = run_offline(["mlp-missing_zero_grad"], tmp_path, steps=8, train_seeds=(0,))
-    rows = table.set_index("scenario")
-    assert rows.loc["mlp-missing_zero_grad", "flagged"]
-    assert not rows.loc["mlp-clean", "flagged"]
+    buggy = table.set_index("scenario").loc["mlp-missing_zero_grad"]
+    assert buggy["flagged"]
+    assert "zero_grad" in buggy["new_invariants"]  # the ordering step -> zero_grad is broken
+
+
+@pytest.mark.skipif(not HAS_COCKPIT, reason="Cockpit/BackPACK not installed (extra: tools)")
+def test_cockpit_stands_down_on_a_model_backpack_cannot_handle():
+    detector = _cockpit()
+    result = execute(compose_run(["scenario=transformer-clean", "harness.steps=3"]), [detector])
+    assert "LayerNorm" in detector.stood_down
+    assert result.summary["detectors"]["cockpit"]["error"] is None and result.alarms.empty

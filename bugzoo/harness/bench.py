@@ -120,16 +120,6 @@ def sweep(tasks: list[RunTask], workers: int, progress: bool = True) -> Counter:
     return outcomes
 
 
-def _skipped(name: str) -> bool:
-    """Leave a detector out of the default selection when its optional tool is missing."""
-    from bugzoo.detector import unavailable
-
-    reason = unavailable(name)
-    if reason:
-        log.warning("skipping detector %s: %s", name, reason)
-    return reason is not None
-
-
 def _parser() -> ArgumentParser:
     p = ArgumentParser(
         prog="bugzoo bench",
@@ -142,7 +132,7 @@ def _parser() -> ArgumentParser:
     p.add_argument("--scenarios", nargs="+", metavar="GLOB", help="scenario id globs")
     p.add_argument("--seeds", help="comma-separated seeds (default 0,1,2; --quick: 0)")
     p.add_argument("--detectors", nargs="+", metavar="NAME",
-                   help="detectors to watch (default: every installed one)")
+                   help="detectors to watch (default: the default suite, see bugzoo list detectors)")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     p.add_argument("--sweep", help="sweep name (default: bench, or quick with --quick)")
     p.add_argument("--out", help="sweep folder (default: results/runs/<sweep>)")
@@ -152,7 +142,7 @@ def _parser() -> ArgumentParser:
 
 def main(argv: list[str]) -> int:
     from bugzoo.config import compose_run
-    from bugzoo.detector import detector_names, unavailable
+    from bugzoo.detector import default_detectors, detector_names, unavailable
     from bugzoo.errors import unknown_choice
     from bugzoo.scoring import score_sweep
 
@@ -168,7 +158,7 @@ def main(argv: list[str]) -> int:
             raise unknown_choice("detector", d, installed)
         if reason := unavailable(d):
             raise UsageError(f"detector {d} cannot run here: {reason}")
-    chosen = args.detectors or [d for d in installed if not _skipped(d)]
+    chosen = args.detectors or default_detectors()
     seeds = parse_seeds(args.seeds) if args.seeds else ([0] if args.quick else list(DEFAULT_SEEDS))
     overrides = [*(QUICK_OVERRIDES if args.quick else ()), *overrides]
     plan = scenario_plan(args.scenarios, quick=args.quick)
