@@ -106,7 +106,8 @@ def curves(bug_id: str, models: list[str] | None, seeds: list[int], runs_root: P
     ids = [f"{m}-{bug_id}" for m in chosen if f"{m}-{bug_id}" in scenarios()]
     if not ids:
         raise UsageError(f"bug '{bug_id}' has no runnable scenario here")
-    tasks, controls = plan_tasks(runs_root, ids, seeds, overrides)
+    # excluded scenarios are drawn too: the picture shows what "does not manifest" looks like
+    tasks, controls = plan_tasks(runs_root, ids, seeds, overrides, include_excluded=True)
     sweep(tasks, workers, progress=progress)
     runs, onset = {}, {}
     for sid, control in controls.items():

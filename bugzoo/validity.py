@@ -50,9 +50,10 @@ def control_of(scenario: str) -> tuple[str, tuple[str, ...]]:
 
 
 def plan_tasks(root: Path, patterns: list[str] | None, seeds: list[int],
-               overrides: list[str]) -> tuple[list[RunTask], dict[str, str]]:
+               overrides: list[str], include_excluded: bool = False
+               ) -> tuple[list[RunTask], dict[str, str]]:
     """Runs needed to validate the chosen buggy scenarios; also maps scenario -> control id."""
-    plan = scenario_plan(patterns)
+    plan = scenario_plan(patterns, include_excluded=include_excluded)
     timeout = float(compose_run(overrides).harness.timeout_s)
     tasks: dict[Path, RunTask] = {}
     controls: dict[str, str] = {}

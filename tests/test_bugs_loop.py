@@ -10,6 +10,7 @@ from bugzoo.config import compose_run, scenarios
 from bugzoo.harness.runner import execute
 from bugzoo.summary import trace_digest
 from bugzoo.symptoms import check_symptom
+from bugzoo.telemetry import TIMING_COLUMNS
 
 LOOP_BUGS = ("train_mode_not_restored", "eval_in_train_mode", "scheduler_per_microbatch",
              "scheduler_never_stepped", "step_every_k_without_zero", "lr_too_high",
@@ -78,8 +79,6 @@ def test_late_onset_leaves_run_clean_until_then():
     buggy = execute(compose_run([*overrides, "bug=scheduler_never_stepped",
                                  "bug.onset=20"])).trace
     clean = execute(compose_run(overrides)).trace
-    pd.testing.assert_frame_equal(buggy.iloc[:21].drop(columns=["step_s", "data_s", "elapsed_s",
-                                                                 "rss_mb", "cuda_mb"]),
-                                  clean.iloc[:21].drop(columns=["step_s", "data_s", "elapsed_s",
-                                                                 "rss_mb", "cuda_mb"]))
+    pd.testing.assert_frame_equal(buggy.iloc[:21].drop(columns=list(TIMING_COLUMNS)),
+                                  clean.iloc[:21].drop(columns=list(TIMING_COLUMNS)))
     assert buggy["lr"].iloc[21:].nunique() == 1 and clean["lr"].iloc[21:].nunique() > 1

@@ -22,7 +22,8 @@ SHORT = (f"harness.steps={STEPS}", f"harness.dist_timeout_s={PG_TIMEOUT_S}",
 
 
 def children_of(pid: int) -> list[int]:
-    """Pids whose parent is ``pid`` (zombies included), from /proc."""
+    """Pids whose parent is ``pid`` (zombies included), from /proc; multiprocessing's
+    long-lived resource tracker (started by earlier tests in this process) is not counted."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -31,7 +32,9 @@ def children_of(pid: int) -> list[int]:
             except OSError:
                 continue
             if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
+                cmdline = (entry / "cmdline").read_bytes() if (entry / "cmdline").exists() else b""
+                if b"resource_tracker" not in cmdline:
+                    found.append(int(entry.name))
     return found
 
 

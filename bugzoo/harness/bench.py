@@ -40,7 +40,7 @@ def scenario_bug(node: dict) -> str | None:
 
 
 def scenario_plan(patterns: list[str] | None, quick: bool = False,
-                  cuda: bool | None = None) -> dict[str, bool]:
+                  cuda: bool | None = None, include_excluded: bool = False) -> dict[str, bool]:
     """Selected scenario ids -> whether each must run isolated (loud or distributed bug)."""
     from bugzoo.bugs import get_bug
     from bugzoo.config import scenarios
@@ -59,7 +59,7 @@ def scenario_plan(patterns: list[str] | None, quick: bool = False,
     categories: dict[str, str] = {}
     for sid in chosen:
         node = nodes[sid]
-        if node.get("excluded"):
+        if node.get("excluded") and not include_excluded:
             log.info("skipping %s: excluded (%s)", sid, node["excluded"])
             continue
         bug = get_bug(scenario_bug(node)) if scenario_bug(node) else None
