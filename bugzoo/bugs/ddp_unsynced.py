@@ -42,4 +42,6 @@ for x, y in shard_loader:
     loss.backward()                            # gradients averaged across ranks
     optimizer.step(); optimizer.zero_grad()""",
     requires=("distributed",),
+    # two rank processes per run: planted in the mlp, lstm and resnet, not the transformer
+    models=("mlp", "lstm", "resnet"),
 )
