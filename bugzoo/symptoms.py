@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from scipy import stats
 
 from bugzoo.bugs import get_bug
-from bugzoo.config import compose_run, scenarios
+from bugzoo.config import compose_run
 from bugzoo.harness.runner import execute
 
 
@@ -89,5 +89,3 @@ def check_symptom(overrides: list[str], seeds: list[int], extra: list[str] = ())
     p, effect = compare(metric, direction, buggy, clean)
     return SymptomResult(bug.id, metric, direction, buggy, clean, p, effect)
 
-
-__all__ = ["SymptomResult", "check_symptom", "compare", "scenario_overrides", "scenarios"]

@@ -21,8 +21,10 @@ BUG = InitTooSmall(
                     "validation loss ends well above the clean run's (accuracy lower too)"),
     explanation=("With std=0.01 each 128-wide ReLU layer shrinks the activation scale by about "
                  "0.01*sqrt(128/2)=0.08; after eight layers the signal is ~1e-9 of the input. "
-                 "The output is constant, the backward signal vanishes just as fast, and the "
-                 "network cannot break out of the symmetric, input-independent solution."),
+                 "The output is constant and the backward signal vanishes just as fast: the "
+                 "network sits on the input-independent solution until Adam's per-parameter "
+                 "normalisation slowly rescales the weights, and it ends well behind a "
+                 "properly initialised one."),
     buggy="""\
 for m in model.modules():
     if isinstance(m, nn.Linear):

@@ -34,7 +34,6 @@ class RunResult:
     trace: pd.DataFrame
     alarms: pd.DataFrame
     summary: dict
-    detector_status: dict = field(default_factory=dict)
     trainer: Any = field(default=None, repr=False)  # the built Trainer (for inspection)
 
 
