@@ -14,6 +14,7 @@ import warnings
 
 import pytest
 import torch
+from conftest import quick_cfg
 from torch import nn
 
 from bugzoo.data import BatchLoader
@@ -22,7 +23,6 @@ from bugzoo.harness.runner import execute
 from bugzoo.models.transformer import SelfAttention
 from bugzoo.summary import trace_digest
 from bugzoo.train import Trainer
-from tests.conftest import quick_cfg
 
 SUITE = ["isfinite_hooks", "nan_hooks", "grad_vanishing", "loss_forensics", "initial_loss",
          "overfit_probe", "param_audit", "update_ratio", "stale_grads", "ce_probabilities",

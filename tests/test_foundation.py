@@ -8,6 +8,7 @@ import math
 import pandas as pd
 import pytest
 import torch
+from conftest import quick_cfg
 
 from bugzoo.cli import main
 from bugzoo.data import load_dataset
@@ -15,7 +16,6 @@ from bugzoo.harness.runner import execute
 from bugzoo.models import MODELS
 from bugzoo.smoke import overfit_single_batch
 from bugzoo.train import Trainer
-from tests.conftest import quick_cfg
 
 
 @pytest.mark.parametrize("name", ["tabular", "reviews", "images"])
