@@ -22,8 +22,27 @@ def tensors(value: Any) -> Iterator[torch.Tensor]:
 
 
 def all_finite(value: Any) -> bool:
-    """True when every floating-point tensor in ``value`` is finite."""
-    return all(bool(torch.isfinite(t).all()) for t in tensors(value) if t.is_floating_point())
+    """True when every floating-point tensor in ``value`` is finite.
+
+    Fast path: a sum is finite whenever every element is, and NaN or Inf in any element makes it
+    non-finite; only a sum that overflowed is checked element by element."""
+    return all(bool(torch.isfinite(t.detach().sum())) or bool(torch.isfinite(t).all())
+               for t in tensors(value) if t.is_floating_point())
+
+
+def has_nan(value: Any) -> bool:
+    """True when a floating-point tensor in ``value`` holds a NaN (Inf alone does not count).
+
+    Fast path as in ``all_finite``: NaN anywhere makes the sum NaN; a NaN sum without a NaN
+    element (+Inf and -Inf met) is ruled out element by element."""
+    return any(bool(torch.isnan(t.detach().sum())) and bool(torch.isnan(t).any())
+               for t in tensors(value) if t.is_floating_point())
+
+
+def training_forward() -> bool:
+    """True inside a forward pass that builds a graph (training), False under ``no_grad``
+    (evaluation, probes): the forward hooks below check the training forwards only."""
+    return torch.is_grad_enabled()
 
 
 def strip_hooks(model: nn.Module) -> nn.Module:

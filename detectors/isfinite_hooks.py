@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bugzoo.detector import Alarm, Detector, RunView
 from bugzoo.telemetry import Observation
-from detectors._hooks import all_finite
+from detectors._hooks import all_finite, training_forward
 
 
 class IsFiniteHooks(Detector):
@@ -16,7 +16,8 @@ class IsFiniteHooks(Detector):
     this is the innermost module whose *own* computation went wrong (e.g. the softmax inside an
     attention block, not the projection after it). One ``numerics`` alarm names it. If
     non-finite values only ever arrive from the inputs of the model, a ``data`` alarm says so.
-    Costs one reduction per module per forward pass.
+    Costs one sum per module per training forward pass (evaluation passes, under ``no_grad``,
+    are not checked).
     """
 
     def setup(self, run: RunView) -> None:
@@ -28,7 +29,7 @@ class IsFiniteHooks(Detector):
 
     def _make_hook(self, name: str):
         def check(module, inputs, output) -> None:
-            if self.fired or all_finite(output):
+            if self.fired or not training_forward() or all_finite(output):
                 return
             if not all_finite(inputs):
                 self.fed_nonfinite = self.fed_nonfinite or name

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import torch
-
 from bugzoo.detector import Alarm, Detector, RunView
 from bugzoo.telemetry import Observation
-from detectors._hooks import tensors
+from detectors._hooks import has_nan, training_forward
 
 
 class NanHooks(Detector):
@@ -16,6 +14,7 @@ class NanHooks(Detector):
     inputs), this hooks *every* named module including containers and the model itself, checks
     outputs for NaN only (Inf passes), and reports the first module whose output holds a NaN.
     Containers finish after their children, so the first report is the innermost module.
+    Training forward passes only (as the recipe hooks a training loop).
     """
 
     def setup(self, run: RunView) -> None:
@@ -26,9 +25,9 @@ class NanHooks(Detector):
 
     def _make_hook(self, name: str):
         def check(module, inputs, output) -> None:
-            if self.fired:
+            if self.fired or not training_forward():
                 return
-            if any(t.is_floating_point() and bool(torch.isnan(t).any()) for t in tensors(output)):
+            if has_nan(output):
                 self.fired = True
                 self.queue(self.alarm(self.step, "nan_activation", "numerics",
                                       f"NaN in forward output of '{name}' "

@@ -17,8 +17,9 @@ class OverfitProbe(Detector):
 
     At setup, a deep copy of the model and of the loss (hooks stripped) is trained with its own
     Adam on the first ``examples`` training rows, read from the split (the loader's generator is
-    untouched), for ``steps`` steps. If the loss does not fall below ``target`` x its first value,
-    a ``model`` alarm is raised at step 0. Non-invasive: the live model, optimizer and data are
+    untouched), for up to ``steps`` steps. If the loss never falls below ``target`` x its first
+    value, a ``model`` alarm is raised at step 0; the probe stops as soon as it does (a sound
+    model gets there in a few dozen steps). Non-invasive: the live model, optimizer and data are
     never touched and torch's RNG state is restored afterwards. It sees what is wrong in the
     model and loss as built; mistakes in the training loop or with a later onset are invisible.
     """
@@ -29,13 +30,14 @@ class OverfitProbe(Detector):
 
     def setup(self, run: RunView) -> None:
         super().setup(run)
-        first, last = self.probe(run)
-        if not last < self.target * first:
+        first, best = self.probe(run)
+        if not best < self.target * first:
             self.queue(self.alarm(0, "cannot_overfit", "model",
                                   f"a copy trained {self.steps} steps on {self.examples} examples "
-                                  f"only went from loss {first:.3g} to {last:.3g}"))
+                                  f"only went from loss {first:.3g} to {best:.3g}"))
 
     def probe(self, run: RunView) -> tuple[float, float]:
+        """First loss and lowest loss of the copy, trained until it beats the target."""
         split = run.train_loader.split
         rows = slice(0, self.examples)
         inputs = tuple(t.clone().to(run.device) for t in split.inputs(rows))
@@ -52,7 +54,9 @@ class OverfitProbe(Detector):
                 loss.backward()
                 optimizer.step()
                 losses.append(float(loss.detach()))
-        return losses[0], min(losses[-5:])
+                if losses[-1] < self.target * losses[0]:
+                    break
+        return losses[0], min(losses)
 
     def observe(self, obs: Observation) -> list[Alarm]:
         return self.flush()

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import faults
 import pandas as pd
 import pytest
 
@@ -88,6 +89,36 @@ def test_kill_9_then_resume_loses_nothing(tmp_path):
     board = pd.read_csv(out / "leaderboard.csv")
     assert set(board["detector"]) == {"grad_explosion", "loss_plateau", "nonfinite"}
     assert "bugzoo score" in (out / "leaderboard.md").read_text()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_workers_exit_when_the_sweep_alone_is_killed(tmp_path):
+    """kill -9 of the bench process only (as the OOM killer does): its workers must not go on."""
+    out = tmp_path / "sweep"
+    proc = subprocess.Popen(_bench(out, "harness.steps=2000"), start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any(
+            "spawn_main" in cmd for _, cmd in faults.descendants(proc.pid)):
+        time.sleep(0.1)
+    time.sleep(3)  # the worker has imported torch and is training
+    assert any("spawn_main" in cmd for _, cmd in faults.descendants(proc.pid))
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 15
+    while _group_alive(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    alive = _group_alive(proc.pid)
+    if alive:
+        os.killpg(proc.pid, signal.SIGKILL)
+    assert not alive, "a worker outlived the killed sweep"
 
 
 def test_hung_pool_worker_becomes_a_recorded_hang(tmp_path):

@@ -34,6 +34,9 @@ log = logging.getLogger(__name__)
 
 GRACE_S = 30.0  # start-up allowance on top of a run's timeout (process spawn, torch import)
 HANG_EXIT = 86  # exit code of a pool worker that gave up on a hung run
+# Wall time (s) of one clean run per model on its defaults (results/perf/baselines.md). Used only
+# to start the longest runs first, so that no worker is left with a long run at the very end.
+RUN_COST_S = {"mlp": 1.3, "lstm": 5.6, "transformer": 5.8, "resnet": 8.8}
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,11 @@ class RunTask:
     timeout_s: float
 
     @property
+    def expected_cost(self) -> float:
+        """Rough relative run time, from the model named by the scenario id (``<model>-...``)."""
+        return RUN_COST_S.get(self.scenario.split("-")[0], max(RUN_COST_S.values()))
+
+    @property
     def path(self) -> Path:
         return Path(self.out) / self.scenario / f"seed{self.seed}"
 
@@ -58,7 +66,21 @@ class RunTask:
         return compose_run([f"scenario={self.scenario}", f"seed={self.seed}", *self.overrides])
 
 
+def _exit_with_parent() -> None:
+    """End this process as soon as the sweep that started it is gone, even killed with -9:
+    a killed sweep must leave no training process behind."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 def _init_worker() -> None:
+    _exit_with_parent()
     import torch  # imported once per worker, then reused by every run it takes
 
     torch.set_num_threads(1)
@@ -174,7 +196,9 @@ def run_pooled(tasks: list[RunTask], workers: int) -> Iterator[dict]:
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
                              initializer=_init_worker) as pool:
-        futures = {pool.submit(run_task, t): t for t in tasks}
+        # longest first: a greedy schedule whose tail is one short run, not one long run
+        ordered = sorted(tasks, key=lambda t: t.expected_cost, reverse=True)
+        futures = {pool.submit(run_task, t): t for t in ordered}
         for future in as_completed(futures):
             task = futures[future]
             try:
