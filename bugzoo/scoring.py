@@ -215,7 +215,10 @@ def score_sweep(sweep_dir: Path, publish: Path | None = None,
     sweep_dir = Path(sweep_dir)
     table = outcomes(sweep_dir)
     board, loud, categories = leaderboard(table), loud_board(table), category_board(table)
-    text = render(board, loud, categories, command or f"bugzoo score {sweep_dir}")
+    command = command or f"bugzoo score {sweep_dir}"
+    if made_by := store.read_sweep_command(sweep_dir):
+        command = f"{made_by}` then `{command}"
+    text = render(board, loud, categories, command)
     for folder in [sweep_dir, *([Path(publish)] if publish else [])]:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "leaderboard.md").write_text(text)

@@ -102,6 +102,13 @@ def test_double_softmax_caught_by_simplex_check_and_overfit_probe():
     assert symptoms(result, "overfit_probe") == {"cannot_overfit"}
 
 
+def test_overfit_probe_reads_rows_through_a_replaced_split():
+    # dataloader_bottleneck replaces the split's ``inputs``; the probe reads a slice of rows
+    result = run("scenario=mlp-dataloader_bottleneck", detectors=["overfit_probe"], steps=5)
+    assert result.summary["detectors"]["overfit_probe"]["error"] is None
+    assert alarms_of(result, "overfit_probe").empty  # the model itself is sound
+
+
 def test_missing_zero_grad_caught_by_stale_grads():
     result = run("scenario=mlp-missing_zero_grad", "bug.onset=5",
                  detectors=["stale_grads"], steps=15)

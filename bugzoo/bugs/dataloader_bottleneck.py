@@ -21,10 +21,11 @@ class DataloaderBottleneck(Bug):
         def parse(line: str) -> Tensor:
             return torch.tensor([float(v) for v in line.split()], dtype=dtype).view(shape)
 
-        def inputs(self, index):
+        def inputs(self, index: Tensor | slice) -> tuple[Tensor, ...]:
             # The mistake: an expensive per-sample transform (parsing) runs in __getitem__ in
             # the main process (num_workers=0), on every step, instead of once up front.
-            x = torch.stack([parse(lines[i]) for i in index.tolist()])
+            rows = range(len(lines))[index] if isinstance(index, slice) else index.tolist()
+            x = torch.stack([parse(lines[i]) for i in rows])
             if self.lengths is None:
                 return (x,)
             lengths = self.lengths[index]

@@ -170,6 +170,7 @@ def main(argv: list[str]) -> int:
     tasks = [RunTask(sid, seed, tuple(overrides), tuple(chosen), str(out), isolate, timeout)
              for sid, isolate in plan.items() for seed in seeds]
     remove_partial(out)
+    store.write_sweep_command(out, " ".join(["bugzoo bench", *argv]))
     log.info("sweep %s: %d scenarios x %d seeds, detectors %s, %d workers -> %s",
              name, len(plan), len(seeds), ", ".join(chosen), args.workers, out)
     outcomes = sweep(tasks, args.workers, progress=not args.no_progress)

@@ -96,3 +96,16 @@ def iter_runs(sweep_dir: Path):
     """Every complete run folder under a sweep folder."""
     for summary in sorted(Path(sweep_dir).glob("*/seed*/summary.json")):
         yield summary.parent
+
+
+SWEEP_COMMAND = "command.txt"
+
+
+def write_sweep_command(sweep_dir: Path, command: str) -> None:
+    """Record the command that makes a sweep's runs, so its scores can name it."""
+    (Path(sweep_dir) / SWEEP_COMMAND).write_text(command + "\n")
+
+
+def read_sweep_command(sweep_dir: Path) -> str | None:
+    path = Path(sweep_dir) / SWEEP_COMMAND
+    return path.read_text().strip() if path.is_file() else None
