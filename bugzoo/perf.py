@@ -148,9 +148,11 @@ def sweep_efficiency(patterns: list[str] | None, quick: bool, workers: int) -> p
     overrides = bench.QUICK_OVERRIDES if quick else ()
     timeout = float(compose_run([f"scenario={next(iter(plan))}", *overrides]).harness.timeout_s)
     rows = []
+    label = "quick" if quick else ("selected" if patterns else "default") + ", 1 seed"
+    counts = sorted({1, workers})
     with tempfile.TemporaryDirectory(prefix="bugzoo-perf-") as tmp:
         walls, run_s = {}, {}
-        for n in (1, workers):
+        for n in counts:
             out = Path(tmp) / f"workers{n}"
             tasks = [RunTask(sid, 0, tuple(overrides), (), str(out), isolate, timeout)
                      for sid, isolate in plan.items()]
@@ -158,23 +160,40 @@ def sweep_efficiency(patterns: list[str] | None, quick: bool, workers: int) -> p
             bench.sweep(tasks, n)
             walls[n] = time.perf_counter() - t0
             run_s[n] = sum(store.read_summary(t.path)["wall_s"] for t in tasks)
-        serial_sum = run_s[1]
-        for n in (1, workers):
-            rows.append({"sweep": "quick" if quick else "default, 1 seed", "runs": len(plan),
-                         "workers": n, "wall_s": round(walls[n], 1),
-                         "sum_serial_run_s": round(serial_sum, 1),
-                         "efficiency": round(serial_sum / n / walls[n], 3)})
+        for n in counts:
+            rows.append({"sweep": label, "runs": len(plan), "workers": n,
+                         "wall_s": round(walls[n], 1), "sum_run_s": round(run_s[n], 1),
+                         "sum_serial_run_s": round(run_s[1], 1),
+                         "efficiency": round(run_s[1] / n / walls[n], 3)})
     return pd.DataFrame(rows)
 
 
-def write(table: pd.DataFrame, name: str, title: str, command: str, note: str = "") -> Path:
+def overhead_markdown(table: pd.DataFrame) -> str:
+    """Variants down, models across: ``median_x / mean_x``, then bare step times and setup."""
+    cells = table.assign(cell=table["median_x"].map("{:.2f}".format) + " / "
+                         + table["mean_x"].map("{:.2f}".format))
+    variants, models = list(dict.fromkeys(table["variant"])), list(dict.fromkeys(table["model"]))
+    ratios = cells.pivot(index="variant", columns="model", values="cell").loc[variants, models]
+    bare = table[table["variant"] == "bare"][["model", "step_ms"]]
+    slow = table[table["setup_s"] >= 0.01]
+    setup = (slow.pivot(index="variant", columns="model", values="setup_s")
+             .reindex(index=[v for v in variants if v in set(slow["variant"])], columns=models)
+             .fillna(0))
+    return "\n".join([markdown(ratios.reset_index()), "", "Bare loop, median step time (ms):",
+                      "", markdown(bare), "", "One-off `setup` cost (s), where 0.01 s or more:",
+                      "", markdown(setup.reset_index())])
+
+
+def write(table: pd.DataFrame, name: str, title: str, command: str, note: str = "",
+          text: str | None = None) -> Path:
+    """``table`` as CSV and as Markdown (``text`` instead of the plain table, when given)."""
     OUT.mkdir(parents=True, exist_ok=True)
     table.to_csv(OUT / f"{name}.csv", index=False)
-    text = [f"# {title}", "", f"Regenerate with `{command}` "
+    head = [f"# {title}", "", f"Regenerate with `{command}` "
             f"(torch {torch.__version__}, {torch.get_num_threads()} thread(s)).", ""]
     if note:
-        text += [note, ""]
-    (OUT / f"{name}.md").write_text("\n".join([*text, markdown(table), ""]))
+        head += [note, ""]
+    (OUT / f"{name}.md").write_text("\n".join([*head, text or markdown(table), ""]))
     return OUT / f"{name}.md"
 
 
@@ -202,17 +221,19 @@ def main(argv: list[str]) -> int:
     else:
         detectors = args.detectors or default_detectors()
         note = OVERHEAD_NOTE + " Detectors: " + ", ".join(detectors) + "."
-        path = write(overhead(args.models, detectors), "overhead", "Loop overhead", command,
-                     note)
+        table = overhead(args.models, detectors)
+        path = write(table, "overhead", "Loop overhead", command, note, overhead_markdown(table))
     print(path.read_text())
     return 0
 
 
 OVERHEAD_NOTE = (
-    "Step time of each variant relative to the bare loop (no telemetry, no detectors): "
-    "`median_x` compares median step times, `mean_x` mean step times (it also counts work done "
-    "on some steps only); `setup_s` is the one-off cost of the detector's `setup`. All variants "
-    "step in interleaved blocks in one process, one thread.")
+    "Step time of each variant relative to the bare loop (no telemetry, no detectors), as "
+    "`median_x / mean_x`: the ratio of median step times, then of mean step times (which also "
+    "counts work done on some steps only). `built-in suite` is every detector but the real "
+    "tools (" + ", ".join(REAL_TOOLS) + "). All variants step in interleaved blocks in one "
+    "process, one thread; `bugzoo perf overhead` writes the per-variant figures to "
+    "`overhead.csv`.")
 SWEEP_NOTE = (
     "The same single-seed sweep without detectors, first on 1 worker, then on all; `efficiency` "
     "= (sum of the serial sweep's run times / workers) / sweep wall time. Run times are each "
