@@ -112,6 +112,9 @@ def rank_main(run_dir: Path, rank: int) -> int:
     dist.init_process_group(backend, init_method=f"file://{run_dir / 'store'}", rank=rank,
                             world_size=world_size,
                             timeout=timedelta(seconds=float(cfg.harness.dist_timeout_s)))
+    # monitored_barrier needs gloo (even beside NCCL); this group waits as long as a run may
+    setup_group = dist.new_group(backend="gloo",
+                                 timeout=timedelta(seconds=float(cfg.harness.timeout_s)))
     bug = job["bug"]
     trainer = DistributedTrainer(cfg, bug, rank=rank, world_size=world_size)
     budget_s = cfg.harness.get("detector_budget_s")
@@ -123,6 +126,10 @@ def rank_main(run_dir: Path, rank: int) -> int:
         trainer.build()
         for w in watches:
             w.call("setup", run_view(trainer))
+        # Detectors set up on rank 0 only and may take seconds (e.g. a probe training a copy);
+        # the other ranks wait here, under the run's timeout, not in their first all-reduce
+        # under the process group's short one (which would turn slow setup into a "hang").
+        dist.monitored_barrier(group=setup_group)
         trainer.fit([lambda obs, w=w: w.call("observe", obs) for w in watches], rows=rows)
         torch.save(_flat_params(trainer.model), run_dir / f"params{rank}.pt")
         dist.barrier()  # every rank finishes training before any tears down

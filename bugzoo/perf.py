@@ -60,7 +60,10 @@ def baselines(models: list[str], repeats: int = 3) -> pd.DataFrame:
 
 
 class LoopVariant:
-    """One trainer stepping in blocks: bare (no telemetry), instrumented, or with detectors."""
+    """One trainer stepping in blocks: bare (no telemetry), instrumented, or with detectors.
+
+    Autograd's anomaly mode is process-wide: whatever a variant's detectors set in ``setup`` is
+    captured, switched off again, and switched on for that variant's own blocks only."""
 
     def __init__(self, model: str, kind: str, detectors: list[str]):
         self.kind = kind
@@ -72,9 +75,15 @@ class LoopVariant:
         for w in self.watches:
             w.call("setup", run_view(self.trainer))
         self.setup_s = time.perf_counter() - t0
+        self.anomaly = (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled())
+        torch.autograd.set_detect_anomaly(False)
         self.times: list[float] = []
 
     def block(self, steps: int) -> None:
+        with torch.autograd.set_detect_anomaly(*self.anomaly):
+            self._steps(steps)
+
+    def _steps(self, steps: int) -> None:
         t = self.trainer
         for _ in range(steps):
             t0 = time.perf_counter()
@@ -97,8 +106,9 @@ class LoopVariant:
             self.times.append(time.perf_counter() - t0)
 
     def close(self) -> None:
-        for w in self.watches:
-            w.call("teardown")
+        with torch.autograd.set_detect_anomaly(*self.anomaly):  # as its detectors left it
+            for w in self.watches:
+                w.call("teardown")
 
 
 def overhead(models: list[str], detectors: list[str], blocks: int = 8, steps: int = 10

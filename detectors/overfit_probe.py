@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import copy
+import math
 
 import torch
+from torch.nn.parallel import DistributedDataParallel
 
 from bugzoo.detector import Alarm, Detector, RunView
 from bugzoo.telemetry import Observation
@@ -42,12 +44,15 @@ class OverfitProbe(Detector):
         rows = slice(0, self.examples)
         inputs = tuple(t.clone().to(run.device) for t in split.inputs(rows))
         y = split.y[rows].clone().to(run.device)
-        model = strip_hooks(copy.deepcopy(run.model)).train()
+        # under DDP the copy is of the wrapped module: a DDP copy would all-reduce on its own
+        live = run.model.module if isinstance(run.model, DistributedDataParallel) else run.model
+        model = strip_hooks(copy.deepcopy(live)).train()
         loss_fn = strip_hooks(copy.deepcopy(run.loss_fn))
         optimizer = torch.optim.Adam(model.parameters(), lr=self.lr)
         devices = [run.device] if run.device.type == "cuda" else []
         losses = []
-        with torch.random.fork_rng(devices=devices):
+        # private work: another detector's global anomaly mode must neither slow it nor raise in it
+        with torch.random.fork_rng(devices=devices), torch.autograd.set_detect_anomaly(False):
             for _ in range(self.steps):
                 optimizer.zero_grad(set_to_none=True)
                 loss = loss_fn(model(*inputs).float(), y)
@@ -56,7 +61,8 @@ class OverfitProbe(Detector):
                 losses.append(float(loss.detach()))
                 if losses[-1] < self.target * losses[0]:
                     break
-        return losses[0], min(losses)
+        finite = [v for v in losses if math.isfinite(v)]
+        return losses[0], min(finite, default=math.nan)
 
     def observe(self, obs: Observation) -> list[Alarm]:
         return self.flush()

@@ -109,6 +109,15 @@ def test_overfit_probe_reads_rows_through_a_replaced_split():
     assert alarms_of(result, "overfit_probe").empty  # the model itself is sound
 
 
+def test_overfit_probe_is_untouched_by_anomaly_mode_of_another_detector():
+    # anomaly sets up first and turns on anomaly mode for the process; the probe's private
+    # training on a copy must neither raise under it nor pay for it
+    result = run("scenario=transformer-sqrt_at_zero", detectors=["anomaly", "overfit_probe"],
+                 steps=5)
+    assert result.summary["detectors"]["overfit_probe"]["error"] is None
+    assert not torch.is_anomaly_enabled()  # and anomaly's teardown restored the process state
+
+
 def test_missing_zero_grad_caught_by_stale_grads():
     result = run("scenario=mlp-missing_zero_grad", "bug.onset=5",
                  detectors=["stale_grads"], steps=15)

@@ -56,6 +56,19 @@ def test_clean_two_ranks_complete_in_sync(clean):
     assert status["error"] is None and status["seconds"] > 0
 
 
+def test_slow_detector_setup_on_rank_0_is_not_a_hang():
+    # a probe training a copy for seconds on rank 0 (detectors watch rank 0 only), longer than
+    # the process group's timeout: rank 1 must wait for it, not time out in its first all-reduce
+    from detectors.overfit_probe import OverfitProbe
+
+    slow = OverfitProbe(steps=5000, target=0.0)
+    result = execute(quick_cfg("scenario=mlp-ddp_unsynced", "~bug", *SHORT), [slow])
+    assert result.summary["outcome"] == "completed", result.summary.get("rank_errors")
+    assert result.summary["steps_completed"] == STEPS
+    [status] = result.summary["detectors"].values()
+    assert status["error"] is None and status["seconds"] > PG_TIMEOUT_S
+
+
 def test_rank_skip_hangs_and_is_cleaned_up(clean):
     t0 = time.monotonic()
     result = execute(quick_cfg("scenario=mlp-rank_skip", f"bug.onset={ONSET}", *SHORT))

@@ -42,3 +42,19 @@ def test_sweep_rejects_absurd_worker_count(perf_out, capsys):
     assert main(["perf", "sweep", "--workers", "0"]) == 2
     assert "--workers must be between 1" in capsys.readouterr().err
     assert not list(perf_out.iterdir())
+
+
+def test_anomaly_mode_of_one_variant_does_not_leak_into_the_others():
+    import torch
+
+    watched = perf.LoopVariant("mlp", "detectors", ["anomaly"])
+    assert watched.anomaly[0] and not torch.is_anomaly_enabled()
+    seen = []
+    watched.trainer.model.register_forward_hook(
+        lambda *_: seen.append(torch.is_anomaly_enabled()))
+    watched.block(1)
+    bare = perf.LoopVariant("mlp", "bare", [])
+    bare.trainer.model.register_forward_hook(lambda *_: seen.append(torch.is_anomaly_enabled()))
+    bare.block(1)
+    watched.close()
+    assert seen == [True, False] and not torch.is_anomaly_enabled()
