@@ -66,6 +66,9 @@ class Detector:
     name: str = "detector"
     # False for costly optional tools: they run only when selected by name
     in_default_suite: bool = True
+    # True when watching can change how the run goes (e.g. turn a NaN into an exception): the
+    # harness then gives the detector a run of its own, so it cannot cut other detectors short
+    exclusive: bool = False
 
     @staticmethod
     def available() -> str | None:
@@ -126,6 +129,11 @@ class Detector:
 def detector_names() -> list[str]:
     """Names of every installed detector, read from entry points without importing them."""
     return sorted({ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)})
+
+
+def is_exclusive(name: str) -> bool:
+    """Whether the named detector must watch a run of its own (``Detector.exclusive``)."""
+    return bool(_load_class(name).exclusive)
 
 
 def default_detectors() -> list[str]:

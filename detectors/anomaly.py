@@ -25,8 +25,12 @@ class AnomalyMode(Detector):
 
     Invasive in outcome and timing only: values are unchanged, but a NaN gradient that a plain
     run survives becomes a crash, and every forward and backward pays for the recorded
-    tracebacks (about 2x the wall time of a clean mlp or transformer run here).
+    tracebacks (2-9x the step time here, most on the LSTM; ``results/perf/overhead.md``).
+    Hence ``exclusive``: a sweep gives it runs of its own, so its crash cannot cut short what
+    the other detectors would have seen.
     """
+
+    exclusive = True
 
     def setup(self, run: RunView) -> None:
         super().setup(run)

@@ -155,3 +155,21 @@ def test_slow_detector_is_cut_off_and_run_survives():
     assert result.summary["outcome"] == "completed"
     assert "DetectorTimeout" in status["sleeper"]["error"]
     assert status["loss_plateau"]["error"] is None and status["loss_plateau"]["alarms"] == 1
+
+
+def test_exclusive_detector_gets_a_run_of_its_own(tmp_path):
+    # anomaly mode turns lr_too_high's NaN into a crash; sharing its run would blind nonfinite
+    out = tmp_path / "sweep"
+    done = subprocess.run(
+        [sys.executable, "-m", "bugzoo.cli", "bench", "--scenarios", "mlp-lr_too_high",
+         "--seeds", "0", "--workers", "1", "--out", str(out), "--no-progress",
+         "--detectors", "nonfinite", "anomaly", "harness.steps=30", "harness.eval_interval=10"],
+        capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    shared, own = out / "mlp-lr_too_high" / "seed0", out / "mlp-lr_too_high" / "seed0.anomaly"
+    assert set(store.read_summary(shared)["detectors"]) == {"nonfinite"}
+    assert set(store.read_summary(own)["detectors"]) == {"anomaly"}
+    assert store.read_summary(shared)["outcome"] == "completed"
+    assert store.read_summary(own)["outcome"] == "crashed"
+    table = outcomes(out).set_index("detector")
+    assert table.loc["nonfinite", "outcome"] == "hit" and table.loc["anomaly", "outcome"] == "hit"

@@ -1,7 +1,9 @@
 """``bugzoo bench``: sweep scenarios x seeds with every selected detector watching, then score.
 
 Default: every scenario (minus those marked ``excluded: <reason>`` and those needing CUDA when
-there is none) x seeds 0,1,2 x every installed detector, into ``results/runs/<sweep>``.
+there is none) x seeds 0,1,2 x every installed detector, into ``results/runs/<sweep>``. The
+detectors share one run per scenario and seed, except exclusive ones (``Detector.exclusive``,
+e.g. ``anomaly``), which get a run of their own each.
 Resumable: complete run folders are skipped, so rerunning after a crash or ``kill -9`` only
 does what is missing.
 """
@@ -91,6 +93,19 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
+def plan_tasks(plan: dict[str, bool], seeds: list[int], overrides: list[str],
+               detectors: list[str], out: Path, timeout: float) -> list[RunTask]:
+    """One run per scenario and seed watched by every shared detector, plus one run of its own
+    (tagged with its name) for each exclusive detector."""
+    from bugzoo.detector import is_exclusive
+
+    exclusive = [d for d in detectors if is_exclusive(d)]
+    groups = [("", tuple(d for d in detectors if d not in exclusive))]
+    groups = [g for g in groups if g[1]] + [(d, (d,)) for d in exclusive]
+    return [RunTask(sid, seed, tuple(overrides), names, str(out), isolate, timeout, tag)
+            for sid, isolate in plan.items() for seed in seeds for tag, names in groups]
+
+
 def is_done(task: RunTask) -> bool:
     """A run counts as done when its folder is complete and every requested detector watched."""
     if not store.is_complete(task.path):
@@ -167,8 +182,7 @@ def main(argv: list[str]) -> int:
     timeout = float(compose_run([f"scenario={next(iter(plan))}", *overrides]).harness.timeout_s)
     # only now, with every input valid, may the results folder be created
     out = store.ensure_writable(Path(args.out) if args.out else Path("results/runs") / name)
-    tasks = [RunTask(sid, seed, tuple(overrides), tuple(chosen), str(out), isolate, timeout)
-             for sid, isolate in plan.items() for seed in seeds]
+    tasks = plan_tasks(plan, seeds, overrides, chosen, out, timeout)
     remove_partial(out)
     store.write_sweep_command(out, " ".join(["bugzoo bench", *argv]))
     log.info("sweep %s: %d scenarios x %d seeds, detectors %s, %d workers -> %s",

@@ -41,7 +41,9 @@ RUN_COST_S = {"mlp": 1.3, "lstm": 5.6, "transformer": 5.8, "resnet": 8.8}
 
 @dataclass(frozen=True)
 class RunTask:
-    """One run of a sweep: a scenario, a seed, extra overrides and the detectors watching."""
+    """One run of a sweep: a scenario, a seed, extra overrides and the detectors watching.
+
+    It lands in ``<out>/<scenario>/seed<k>/``, or ``seed<k>.<tag>/`` for a tagged run."""
 
     scenario: str
     seed: int
@@ -50,6 +52,7 @@ class RunTask:
     out: str  # the sweep folder; the run lands in <out>/<scenario>/seed<k>/
     isolate: bool
     timeout_s: float
+    tag: str = ""  # names a second run of the same scenario and seed (an exclusive detector's)
 
     @property
     def expected_cost(self) -> float:
@@ -58,7 +61,8 @@ class RunTask:
 
     @property
     def path(self) -> Path:
-        return Path(self.out) / self.scenario / f"seed{self.seed}"
+        name = f"seed{self.seed}" + (f".{self.tag}" if self.tag else "")
+        return Path(self.out) / self.scenario / name
 
     def compose(self):
         from bugzoo.config import compose_run
