@@ -131,6 +131,11 @@ def detector_names() -> list[str]:
     return sorted({ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)})
 
 
+# Adapters that wrap an existing tool (PyTorch's own, a recipe as written, a third-party
+# package) rather than a heuristic of ours; the "built-in suite" is every other detector.
+REAL_TOOLS = ("anomaly", "nan_hooks", "cockpit", "traincheck")
+
+
 def is_exclusive(name: str) -> bool:
     """Whether the named detector must watch a run of its own (``Detector.exclusive``)."""
     return bool(_load_class(name).exclusive)

@@ -25,7 +25,7 @@ import torch
 
 from bugzoo.config import compose_run
 from bugzoo.data.base import forever
-from bugzoo.detector import default_detectors, load_detector
+from bugzoo.detector import REAL_TOOLS, default_detectors, load_detector
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import bench, store
 from bugzoo.harness.pool import RunTask
@@ -36,9 +36,6 @@ from bugzoo.tables import markdown
 from bugzoo.train import Trainer
 
 OUT = Path("results/perf")
-# The real tools in the default suite (issue 5 scores them apart from our own heuristics):
-# torch.autograd.detect_anomaly and the reference notes' NaN hooks, as written there.
-REAL_TOOLS = ("anomaly", "nan_hooks")
 log = logging.getLogger(__name__)
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from bugzoo.detector import REAL_TOOLS
 from bugzoo.errors import UsageError
 from bugzoo.harness import store
 
@@ -138,9 +139,38 @@ def _summarize(g: pd.DataFrame) -> dict:
     return row
 
 
+def suite_outcomes(table: pd.DataFrame, name: str, member) -> pd.DataFrame:
+    """A suite as one detector: per run, the first alarm of any member counts (its step, its
+    category); a clean run is a false alarm when any member alarmed; overheads add up."""
+    rows = []
+    for _, g in table[table["detector"].map(member)].groupby(["scenario", "seed"]):
+        first = g.dropna(subset=["alarm_step"]).sort_values(["alarm_step", "delay_s"])
+        row = (first.iloc[0] if len(first) else g.iloc[0]).to_dict()
+        if g["clean"].iloc[0]:
+            row["outcome"] = "false_alarm" if len(first) else "quiet"
+        row.update(detector=name, overhead=g["overhead"].sum(),
+                   detector_error=None if g["detector_error"].isna().all() else "member error")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def with_suites(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` plus the rows of the built-in suite (two or more built-ins watched) and of all
+    detectors together (when real tools watched too)."""
+    detectors = set(table["detector"])
+    builtins = {d for d in detectors if d not in REAL_TOOLS}
+    suites = []
+    if len(builtins) > 1:
+        suites.append(suite_outcomes(table, "suite: built-ins", builtins.__contains__))
+    if builtins != detectors and len(detectors) > 1:
+        suites.append(suite_outcomes(table, "suite: all", detectors.__contains__))
+    return pd.concat([table, *suites], ignore_index=True)
+
+
 def leaderboard(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per detector: silent-bug runs and clean runs (loud bugs are scored apart)."""
-    silent = table[~table["loud"]]
+    """One row per detector and suite: silent-bug runs and clean runs (loud bugs apart)."""
+    silent = with_suites(table)
+    silent = silent[~silent["loud"]]
     rows = [{"detector": d, **_summarize(g)} for d, g in silent.groupby("detector")]
     board = pd.DataFrame(rows)
     return board.sort_values(["f1", "recall"], ascending=False, na_position="last",
@@ -154,7 +184,8 @@ def loud_board(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def category_board(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per (detector, bug category) over buggy runs."""
+    """One row per (detector or suite, bug category) over buggy runs."""
+    table = with_suites(table)
     buggy = table[~table["clean"]]
     return pd.DataFrame([{"detector": d, "category": c, "loud": bool(loud), **_summarize(g)}
                          for (d, c, loud), g in buggy.groupby(["detector", "category", "loud"])])
@@ -198,7 +229,9 @@ def render(board: pd.DataFrame, loud: pd.DataFrame, categories: pd.DataFrame,
         "# Detector leaderboard", "",
         f"Regenerate with `{command}`. Silent bugs and clean controls; rates with 95% Wilson "
         "intervals, delays (steps after onset, seconds) and overhead (detector time / run "
-        "wall time) with 95% bootstrap intervals.", "",
+        "wall time) with 95% bootstrap intervals. `suite: built-ins` counts a run as caught "
+        "when any of our own detectors alarmed (its first alarm gives step and diagnosis); "
+        "`suite: all` adds the real tools (" + ", ".join(REAL_TOOLS) + ").", "",
         markdown_table(board, MAIN_KEYS) if len(board) else "_no silent-bug runs_", "",
         "## Loud bugs (crash or hang)", "",
         markdown_table(loud, ["detector", "runs", "recall", "diagnosis_accuracy",

@@ -76,6 +76,25 @@ def test_leaderboard_rates_and_loud_apart(sweep):
     assert set(cats["category"]) == {"optim", "loss", "numerics"}
 
 
+def test_builtin_suite_counts_a_run_by_its_first_alarm(sweep):
+    board = scoring.leaderboard(scoring.outcomes(sweep)).set_index("detector")
+    assert "suite: all" not in board.index  # no real tool watched: the two would be equal
+    suite = board.loc["suite: built-ins"]
+    # lr_too_high: b's alarm at step 2 comes first, before onset 4 -> early, not a hit;
+    # double_softmax: a's hit at 3 (wrong category); clean: a's false alarm; control quiet
+    assert suite["runs"] == 4 and suite["hits"] == 1 and suite["early"] == 1
+    assert suite["recall"] == 0.5 and suite["false_alarm_rate"] == 0.5
+    assert suite["diagnosis_accuracy"] == 0.0 and suite["median_delay_steps"] == 3
+    assert suite["overhead"] == pytest.approx(0.02)  # both members' shares add up
+
+
+def test_suite_all_adds_the_real_tools(sweep, monkeypatch):
+    monkeypatch.setattr(scoring, "REAL_TOOLS", ("b",))
+    board = scoring.leaderboard(scoring.outcomes(sweep)).set_index("detector")
+    assert "suite: built-ins" not in board.index  # a alone is no suite
+    assert board.loc["suite: all", "early"] == 1 and board.loc["suite: all", "hits"] == 1
+
+
 def test_wilson_and_bootstrap_intervals():
     p, lo, hi = scoring.wilson(0, 10)
     assert p == 0 and lo == 0 and hi == pytest.approx(0.2775, abs=1e-4)
@@ -97,6 +116,6 @@ def test_score_cli_writes_tables_and_publishes(sweep, tmp_path, monkeypatch, cap
         csv = pd.read_csv(folder / "leaderboard.csv")
         assert {"detector", "runs", "recall", "false_alarm_rate", "precision", "f1",
                 "diagnosis_accuracy", "median_delay_steps", "overhead"} <= set(csv.columns)
-        assert len(csv) == 2
+        assert set(csv["detector"]) == {"a", "b", "suite: built-ins"}
     assert "| a | 4 |" in capsys.readouterr().out
     assert main(["score", str(tmp_path / "nope")]) == 2
