@@ -112,9 +112,13 @@ def rank_main(run_dir: Path, rank: int) -> int:
     dist.init_process_group(backend, init_method=f"file://{run_dir / 'store'}", rank=rank,
                             world_size=world_size,
                             timeout=timedelta(seconds=float(cfg.harness.dist_timeout_s)))
-    # monitored_barrier needs gloo (even beside NCCL); this group waits as long as a run may
-    setup_group = dist.new_group(backend="gloo",
-                                 timeout=timedelta(seconds=float(cfg.harness.timeout_s)))
+    # Detectors watch rank 0 only and may make it much slower (a probe training a copy in
+    # setup, anomaly mode in every step). Where the ranks wait for each other outside the
+    # training collectives (after setup, after training) they wait on this group, as long as a
+    # run may last, so rank 0's watchers never turn into a "hang" under the short timeout.
+    # monitored_barrier needs gloo, even beside NCCL.
+    wait = timedelta(seconds=float(cfg.harness.timeout_s))
+    wait_group = dist.new_group(backend="gloo", timeout=wait)
     bug = job["bug"]
     trainer = DistributedTrainer(cfg, bug, rank=rank, world_size=world_size)
     budget_s = cfg.harness.get("detector_budget_s")
@@ -126,13 +130,10 @@ def rank_main(run_dir: Path, rank: int) -> int:
         trainer.build()
         for w in watches:
             w.call("setup", run_view(trainer))
-        # Detectors set up on rank 0 only and may take seconds (e.g. a probe training a copy);
-        # the other ranks wait here, under the run's timeout, not in their first all-reduce
-        # under the process group's short one (which would turn slow setup into a "hang").
-        dist.monitored_barrier(group=setup_group)
+        dist.monitored_barrier(group=wait_group, timeout=wait)
         trainer.fit([lambda obs, w=w: w.call("observe", obs) for w in watches], rows=rows)
         torch.save(_flat_params(trainer.model), run_dir / f"params{rank}.pt")
-        dist.barrier()  # every rank finishes training before any tears down
+        dist.monitored_barrier(group=wait_group, timeout=wait)  # all trained before teardown
         if rank == 0:
             result["holdout"] = measure(unwrap(trainer.model), trainer.data.holdout,
                                         trainer.device)
@@ -254,7 +255,9 @@ def execute_distributed(cfg: DictConfig, detectors: list[Detector] = (), bug: Bu
         holdout_loss, holdout_acc = lead["holdout"]
         summary.update(holdout_loss=holdout_loss, holdout_acc=holdout_acc,
                        val_holdout_gap=summary["final_val_acc"] - holdout_acc)
-    timeouts = [r["error"] for r in results if r and r["timed_out"]]
+    # a rank's own collective timeout says more than a peer's barrier giving up on it
+    timeouts = sorted((r["error"] for r in results if r and r["timed_out"]),
+                      key=lambda e: "monitoredbarrier" in e.lower())
     first_error = next(iter(timeouts), None) or next((e for e in errors if e), None)
     if not finished:
         first_error = f"run passed harness.timeout_s={cfg.harness.timeout_s}; ranks killed"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import faults
 import pytest
 from conftest import quick_cfg
 
@@ -67,6 +69,18 @@ def test_slow_detector_setup_on_rank_0_is_not_a_hang():
     assert result.summary["steps_completed"] == STEPS
     [status] = result.summary["detectors"].values()
     assert status["error"] is None and status["seconds"] > PG_TIMEOUT_S
+
+
+def test_slow_watcher_on_rank_0_is_waited_for_after_training(tmp_path, monkeypatch):
+    # ddp_unsynced ranks never talk while training: rank 1 (unwatched) ends seconds before
+    # rank 0 (0.1 s per step in its detector) and must wait for it, not time out
+    site = faults.install(tmp_path / "site")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("PYTHONPATH", faults.env_with(site)["PYTHONPATH"])  # for the ranks
+    laggard = importlib.import_module(faults.DIST).Laggard()
+    result = execute(quick_cfg("scenario=mlp-ddp_unsynced", *SHORT), [laggard])
+    assert result.summary["outcome"] == "completed", result.summary.get("rank_errors")
+    assert result.summary["detectors"]["laggard"]["seconds"] > PG_TIMEOUT_S
 
 
 def test_rank_skip_hangs_and_is_cleaned_up(clean):

@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 DIST = "bugzoo_faults"
-PLUGINS = {"boom": "Boom", "stall": "Stall", "meddler": "Meddler"}
+PLUGINS = {"boom": "Boom", "stall": "Stall", "meddler": "Meddler", "laggard": "Laggard"}
 
 
 def install(site: Path) -> Path:

@@ -42,3 +42,13 @@ class Meddler(Detector):
                 for p in self.run.model.parameters():
                     p.mul_(0.5)
         return []
+
+
+class Laggard(Detector):
+    """Takes 0.1 s in every ``observe``: a slow but well-behaved watcher."""
+
+    name = "laggard"
+
+    def observe(self, obs):
+        time.sleep(0.1)
+        return []
