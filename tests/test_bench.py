@@ -87,7 +87,8 @@ def test_kill_9_then_resume_loses_nothing(tmp_path):
     table = outcomes(out)
     assert len(table) == 18 and not table.duplicated(["detector", "scenario", "seed"]).any()
     board = pd.read_csv(out / "leaderboard.csv")
-    assert set(board["detector"]) == {"grad_explosion", "loss_plateau", "nonfinite"}
+    assert set(board["detector"]) == {"grad_explosion", "loss_plateau", "nonfinite",
+                                      "suite: built-ins"}
     text = (out / "leaderboard.md").read_text()
     assert "bugzoo score" in text and "`bugzoo bench --scenarios mlp-clean" in text
 
