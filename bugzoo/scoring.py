@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -139,7 +140,8 @@ def _summarize(g: pd.DataFrame) -> dict:
     return row
 
 
-def suite_outcomes(table: pd.DataFrame, name: str, member) -> pd.DataFrame:
+def suite_outcomes(table: pd.DataFrame, name: str, member: Callable[[str], bool]
+                   ) -> pd.DataFrame:
     """A suite as one detector: per run, the first alarm of any member counts (its step, its
     category); a clean run is a false alarm when any member alarmed; overheads add up."""
     rows = []

@@ -100,8 +100,8 @@ def plan_tasks(plan: dict[str, bool], seeds: list[int], overrides: list[str],
     from bugzoo.detector import is_exclusive
 
     exclusive = [d for d in detectors if is_exclusive(d)]
-    groups = [("", tuple(d for d in detectors if d not in exclusive))]
-    groups = [g for g in groups if g[1]] + [(d, (d,)) for d in exclusive]
+    shared = tuple(d for d in detectors if d not in exclusive)
+    groups = ([("", shared)] if shared else []) + [(d, (d,)) for d in exclusive]
     return [RunTask(sid, seed, tuple(overrides), names, str(out), isolate, timeout, tag)
             for sid, isolate in plan.items() for seed in seeds for tag, names in groups]
 
