@@ -40,9 +40,22 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class StderrHandler(logging.StreamHandler):
+    """Logs to whatever ``sys.stderr`` is now, so a later in-process call (tests swap stderr)
+    never writes to a stream an earlier call saw and that has since been closed."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    logging.basicConfig(level=logging.INFO, format="%(message)s", handlers=[StderrHandler()])
     if not argv or argv[0] in ("-h", "--help"):
         _parser().print_help()
         return 0 if argv else 2

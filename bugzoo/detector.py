@@ -149,7 +149,7 @@ def default_detectors() -> list[str]:
         if reason := unavailable(name):
             log.warning("skipping detector %s: %s", name, reason)
         elif not _load_class(name).in_default_suite:
-            log.info("detector %s runs only when named (not in the default suite)", name)
+            log.debug("detector %s runs only when named (not in the default suite)", name)
         else:
             chosen.append(name)
     return chosen

@@ -173,8 +173,8 @@ def main(argv: list[str]) -> int:
             raise unknown_choice("detector", d, installed)
         if reason := unavailable(d):
             raise UsageError(f"detector {d} cannot run here: {reason}")
-    chosen = args.detectors or default_detectors()
     seeds = parse_seeds(args.seeds) if args.seeds else ([0] if args.quick else list(DEFAULT_SEEDS))
+    chosen = args.detectors or default_detectors()
     overrides = [*(QUICK_OVERRIDES if args.quick else ()), *overrides]
     plan = scenario_plan(args.scenarios, quick=args.quick)
     if not plan:
