@@ -28,7 +28,6 @@ from bugzoo.data.base import forever
 from bugzoo.detector import REAL_TOOLS, default_detectors, load_detector
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import bench, store
-from bugzoo.harness.pool import RunTask
 from bugzoo.harness.runner import Watch, execute, run_view
 from bugzoo.models import MODELS
 from bugzoo.smoke import overfit_single_batch
@@ -152,8 +151,8 @@ def sweep_efficiency(patterns: list[str] | None, quick: bool, workers: int) -> p
     1.0 means the parallel sweep lost nothing to start-up, scheduling, stragglers or contention.
     """
     plan = bench.scenario_plan(patterns, quick=quick)
-    overrides = bench.QUICK_OVERRIDES if quick else ()
-    timeout = float(compose_run([f"scenario={next(iter(plan))}", *overrides]).harness.timeout_s)
+    overrides = list(bench.QUICK_OVERRIDES if quick else ())
+    timeout = bench.run_timeout(plan, overrides)
     rows = []
     label = "quick" if quick else ("selected" if patterns else "default") + ", 1 seed"
     counts = sorted({1, workers})
@@ -161,8 +160,7 @@ def sweep_efficiency(patterns: list[str] | None, quick: bool, workers: int) -> p
         walls, run_s = {}, {}
         for n in counts:
             out = Path(tmp) / f"workers{n}"
-            tasks = [RunTask(sid, 0, tuple(overrides), (), str(out), isolate, timeout)
-                     for sid, isolate in plan.items()]
+            tasks = bench.plan_tasks(plan, [0], overrides, [], out, timeout)
             t0 = time.perf_counter()
             bench.sweep(tasks, n)
             walls[n] = time.perf_counter() - t0

@@ -24,3 +24,26 @@ def test_ci_runs_readme_test_command():
     assert len(commands) == 2, "README's quick start must show exactly two commands"
     ci = (ROOT / ".ci" / "run").read_text()
     assert commands[1].strip() in ci
+
+
+def test_quoted_figures_match_committed_results():
+    """The leaderboard and speed figures README quotes are the ones in results/."""
+    import pandas as pd
+
+    board = pd.read_csv(ROOT / "results" / "leaderboard.csv").set_index("detector")
+    suite = board.loc["suite: built-ins"]
+    recall = f"{suite['recall']:.2f} [{suite['recall_lo']:.2f}, {suite['recall_hi']:.2f}]"
+    assert f"| {recall} | >= 0.9 |" in README
+    alarms = f"{int(suite['false_alarms'])} of {int(suite['clean_runs'])} runs"
+    assert alarms in README
+    overhead = pd.read_csv(ROOT / "results" / "perf" / "overhead.csv")
+    ratio = overhead.set_index(["variant", "model"])["median_x"]
+    suite_x = " / ".join(f"{ratio['built-in suite', m]:.2f}"
+                         for m in ("lstm", "transformer", "resnet"))
+    assert f"| {suite_x} x" in README
+    telemetry = " / ".join(f"{ratio['telemetry', m]:.2f}"
+                           for m in ("mlp", "lstm", "transformer", "resnet"))
+    assert f"| {telemetry} x" in README
+    sweep = pd.read_csv(ROOT / "results" / "perf" / "sweep.csv").set_index("workers")
+    assert f"| {sweep.loc[2, 'efficiency']:.2f} (1 worker: {sweep.loc[1, 'efficiency']:.2f}" \
+        in README

@@ -101,9 +101,17 @@ def plan_tasks(plan: dict[str, bool], seeds: list[int], overrides: list[str],
 
     exclusive = [d for d in detectors if is_exclusive(d)]
     shared = tuple(d for d in detectors if d not in exclusive)
-    groups = ([("", shared)] if shared else []) + [(d, (d,)) for d in exclusive]
+    # the untagged run exists unless every detector has a run of its own
+    groups = ([("", shared)] if shared or not exclusive else []) + [(d, (d,)) for d in exclusive]
     return [RunTask(sid, seed, tuple(overrides), names, str(out), isolate, timeout, tag)
             for sid, isolate in plan.items() for seed in seeds for tag, names in groups]
+
+
+def run_timeout(plan: dict[str, bool], overrides: list[str]) -> float:
+    """``harness.timeout_s`` of the sweep's runs (the first scenario's, with the overrides)."""
+    from bugzoo.config import compose_run
+
+    return float(compose_run([f"scenario={next(iter(plan))}", *overrides]).harness.timeout_s)
 
 
 def is_done(task: RunTask) -> bool:
@@ -156,7 +164,6 @@ def _parser() -> ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    from bugzoo.config import compose_run
     from bugzoo.detector import default_detectors, detector_names, unavailable
     from bugzoo.errors import unknown_choice
     from bugzoo.scoring import score_sweep
@@ -179,7 +186,7 @@ def main(argv: list[str]) -> int:
     plan = scenario_plan(args.scenarios, quick=args.quick)
     if not plan:
         raise UsageError("no scenario left to run (all excluded or needing CUDA)")
-    timeout = float(compose_run([f"scenario={next(iter(plan))}", *overrides]).harness.timeout_s)
+    timeout = run_timeout(plan, overrides)
     # only now, with every input valid, may the results folder be created
     out = store.ensure_writable(Path(args.out) if args.out else Path("results/runs") / name)
     tasks = plan_tasks(plan, seeds, overrides, chosen, out, timeout)

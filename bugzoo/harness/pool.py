@@ -49,7 +49,7 @@ class RunTask:
     seed: int
     overrides: tuple[str, ...]
     detectors: tuple[str, ...]
-    out: str  # the sweep folder; the run lands in <out>/<scenario>/seed<k>/
+    out: str  # the sweep folder
     isolate: bool
     timeout_s: float
     tag: str = ""  # names a second run of the same scenario and seed (an exclusive detector's)
