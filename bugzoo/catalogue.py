@@ -44,14 +44,11 @@ def scenarios_table() -> pd.DataFrame:
 
 
 def detectors_table() -> pd.DataFrame:
-    from importlib.metadata import entry_points
+    from bugzoo.detector import installed_detectors
 
-    from bugzoo.detector import ENTRY_POINT_GROUP
-
-    return pd.DataFrame(sorted(({"name": ep.name, "entry_point": ep.value,
-                                 "package": ep.dist.name if ep.dist else ""}
-                                for ep in entry_points(group=ENTRY_POINT_GROUP)),
-                               key=lambda r: r["name"]))
+    return pd.DataFrame([{"name": name, "entry_point": ep.value,
+                          "package": ep.dist.name if ep.dist else ""}
+                         for name, ep in sorted(installed_detectors().items())])
 
 
 def list_main(argv: list[str]) -> int:

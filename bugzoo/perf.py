@@ -25,7 +25,13 @@ import torch
 
 from bugzoo.config import compose_run
 from bugzoo.data.base import forever
-from bugzoo.detector import REAL_TOOLS, default_detectors, load_detector
+from bugzoo.detector import (
+    REAL_TOOLS,
+    default_detectors,
+    detector_names,
+    load_detector,
+    unavailable,
+)
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import bench, store
 from bugzoo.harness.runner import Watch, execute, run_view
@@ -206,7 +212,8 @@ def main(argv: list[str]) -> int:
     p = ArgumentParser(prog="bugzoo perf", description=__doc__.splitlines()[0])
     p.add_argument("what", choices=["baselines", "overhead", "sweep"])
     p.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
-    p.add_argument("--detectors", nargs="+", help="default: the default detector suite")
+    p.add_argument("--detectors", nargs="+",
+                   help="default: the default suite plus the real tools that can run here")
     p.add_argument("--quick", action="store_true", help="sweep: the --quick sweep's scenarios")
     p.add_argument("--scenarios", nargs="+", metavar="GLOB", help="sweep: scenario id globs")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
@@ -224,12 +231,19 @@ def main(argv: list[str]) -> int:
         name = "sweep_quick" if args.quick else "sweep"
         path = write(table, name, "Sweep efficiency", command, SWEEP_NOTE)
     else:
-        detectors = args.detectors or default_detectors()
+        detectors = args.detectors or overhead_detectors()
         note = OVERHEAD_NOTE + " Detectors: " + ", ".join(detectors) + "."
         table = overhead(args.models, detectors)
         path = write(table, "overhead", "Loop overhead", command, note, overhead_markdown(table))
     print(path.read_text())
     return 0
+
+
+def overhead_detectors() -> list[str]:
+    """What ``perf overhead`` times by default: the default suite plus every real tool that can
+    run here (the costly ones are left out of sweeps, which is why their cost is worth a row)."""
+    tools = [t for t in REAL_TOOLS if t in detector_names() and unavailable(t) is None]
+    return sorted({*default_detectors(), *tools})
 
 
 OVERHEAD_NOTE = (

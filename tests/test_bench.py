@@ -15,7 +15,7 @@ import pytest
 from bugzoo.config import compose_run
 from bugzoo.detector import Detector, load_detector
 from bugzoo.harness import bench, store
-from bugzoo.harness.pool import RunTask, run_pooled
+from bugzoo.harness.pool import RunTask, run_tasks
 from bugzoo.harness.runner import execute
 from bugzoo.scoring import outcomes
 
@@ -129,12 +129,23 @@ def test_hung_pool_worker_becomes_a_recorded_hang(tmp_path):
                    str(tmp_path), isolate=False, timeout_s=3)
     fine = RunTask("mlp-double_softmax", 0, ("harness.steps=20", *base), ("nonfinite",),
                    str(tmp_path), isolate=False, timeout_s=120)
-    # one worker takes them in order: the fine run completes, then the hang breaks the pool
-    records = {r["scenario"]: r["outcome"] for r in run_pooled([fine, hang], workers=1)}
+    # one reusable worker takes both: the hang must cost only its own run
+    records = {r["scenario"]: r["outcome"] for r in run_tasks([fine, hang], workers=1)}
     assert records == {"mlp-clean": "hang", "mlp-double_softmax": "completed"}
     summary = store.read_summary(hang.path)
     assert summary["hung"] and summary["outcome"] == "hang" and "3 s" in summary["error"]
     assert "nonfinite" in summary["detectors"]
+
+
+def test_isolated_runs_share_the_slots_with_pooled_runs(tmp_path):
+    base = ("harness.eval_interval=10",)
+    long = RunTask("mlp-clean", 0, ("harness.steps=1000000", *base), ("nonfinite",),
+                   str(tmp_path), isolate=False, timeout_s=15)
+    risky = RunTask("mlp-inplace_op_autograd", 0, ("harness.steps=20", *base), ("nonfinite",),
+                    str(tmp_path), isolate=True, timeout_s=120)
+    # two slots: the risky run starts next to the long one, not after it
+    order = [(r["scenario"], r["outcome"]) for r in run_tasks([long, risky], workers=2)]
+    assert order == [("mlp-inplace_op_autograd", "crashed"), ("mlp-clean", "hang")]
 
 
 class Sleeper(Detector):

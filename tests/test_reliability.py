@@ -21,7 +21,7 @@ import pytest
 
 from bugzoo.config import compose_run
 from bugzoo.harness import bench, store
-from bugzoo.harness.pool import RunTask, run_task
+from bugzoo.harness.pool import RunTask, run_task, run_tasks
 from bugzoo.harness.runner import execute
 from bugzoo.scoring import score_sweep
 from bugzoo.telemetry import TIMING_COLUMNS
@@ -117,6 +117,18 @@ def test_fault_injected_sweep_completes_and_isolates_each_fault(plugins, tmp_pat
     assert hung["outcome"] == "hang" and hung["hung"] and "3 s" in hung["error"]
 
     assert _others(before) == [], "processes left behind"
+
+
+def test_a_dying_worker_costs_only_its_own_run(plugins, tmp_path):
+    out = str(tmp_path)
+    doomed = RunTask("mlp-clean", 0, SHORT, ("crasher", "nonfinite"), out, False, 120)
+    after = RunTask("mlp-double_softmax", 0, SHORT, ("nonfinite",), out, False, 120)
+    # one reusable worker takes both in turn; the first ends the worker's process mid-run
+    records = {r["scenario"]: r["outcome"] for r in run_tasks([doomed, after], workers=1)}
+    assert records == {"mlp-clean": "crashed", "mlp-double_softmax": "completed"}
+    summary = store.read_summary(doomed.path)
+    assert "exited with code 70" in summary["error"]
+    assert set(summary["detectors"]) == {"crasher", "nonfinite"}
 
 
 CRASH_SCENARIOS = ["mlp-clean", "mlp-double_softmax", "mlp-missing_zero_grad", "mlp-lr_too_high"]

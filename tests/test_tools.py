@@ -29,6 +29,7 @@ def test_adapters_import_and_register_without_their_tools():
 def test_default_suite_skips_missing_tools_and_costly_adapters(monkeypatch, caplog):
     caplog.set_level("INFO")
     assert "cockpit" not in default_detectors()  # costly: only when named
+    assert "anomaly" not in default_detectors()
     assert "nonfinite" in default_detectors()
     monkeypatch.setattr(Cockpit, "available", staticmethod(lambda: "cockpit not installed"))
     assert "cockpit" not in default_detectors()

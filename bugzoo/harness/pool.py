@@ -1,11 +1,11 @@
 """Sweep execution: reused worker processes for ordinary runs, one process per risky run.
 
-Ordinary (silent-bug and clean) runs go to a ``ProcessPoolExecutor`` whose spawned workers
-import torch once, use one intra-op thread and are reused across runs. Runs that may hang or
-crash the interpreter (loud bugs, distributed bugs) each get their own process and a timeout,
-so a hang or a hard crash becomes a recorded outcome (``hang`` / ``crashed``). A pool worker
-stuck past its run's timeout exits, which breaks the pool; the runs it took down are retried
-one process each, so the culprit is identified and recorded like any risky run.
+A sweep has ``workers`` slots. Ordinary (silent-bug and clean) runs go to reusable spawned
+workers that import torch once and use one intra-op thread. Runs that may hang or crash the
+interpreter (loud bugs, distributed bugs) each get a process of their own. Both kinds share the
+slots, longest runs first, so the machine stays busy to the end. Every run has a timeout: a run
+past it, or one whose process dies, becomes a recorded outcome (``hang`` / ``crashed``) and only
+its process is replaced.
 
 Every run writes its own folder atomically (``bugzoo.harness.store.write_run``), from the
 process that ran it: a killed sweep loses nothing that had completed.
@@ -20,10 +20,10 @@ import re
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 import pandas as pd
@@ -156,71 +156,110 @@ def record_failure(task: RunTask, outcome: str, error: str, wall_s: float) -> di
     return status(task, summary)
 
 
-def _isolated_entry(task: RunTask) -> None:
+def _one_run_main(task: RunTask) -> None:
+    """Entry of a one-run process (a risky task): run it, store it, exit."""
     _init_worker()
     run_task(task)
 
 
-def run_isolated(tasks: list[RunTask], workers: int) -> Iterator[dict]:
-    """Run each task in its own spawned process, at most ``workers`` at a time."""
-    ctx = multiprocessing.get_context("spawn")
-    waiting, running = list(tasks), {}
-    while waiting or running:
-        while waiting and len(running) < workers:
-            task = waiting.pop(0)
-            proc = ctx.Process(target=_isolated_entry, args=(task,), daemon=True)
-            proc.start()
-            running[proc] = (task, time.monotonic())
-        time.sleep(0.05)
-        for proc, (task, started) in list(running.items()):
-            wall = time.monotonic() - started
-            if proc.is_alive() and wall < task.timeout_s + GRACE_S:
-                continue
-            if proc.is_alive():
-                proc.kill()
-                proc.join()
-                del running[proc]
-                yield record_failure(task, "hang", f"still running after {task.timeout_s:g} s",
-                                     wall)
-                continue
-            del running[proc]
-            if proc.exitcode == 0 and store.is_complete(task.path):
-                yield status(task, store.read_summary(task.path))
-            elif proc.exitcode == HANG_EXIT:
-                yield record_failure(task, "hang", f"still running after {task.timeout_s:g} s",
-                                     wall)
-            else:
-                yield record_failure(task, "crashed",
-                                     f"run process exited with code {proc.exitcode}", wall)
+def _worker_main(conn: Connection) -> None:
+    """Entry of a reusable worker: run each task it is sent until it is sent ``None``."""
+    _init_worker()
+    while (task := conn.recv()) is not None:
+        try:
+            record = run_task(task)
+        except Exception as e:  # setup failed before the run could record itself
+            record = {"setup_error": f"{type(e).__name__}: {e}"}
+        conn.send(record)
 
 
-def run_pooled(tasks: list[RunTask], workers: int) -> Iterator[dict]:
-    """Run tasks on reused workers; tasks lost to a broken pool are retried in isolation."""
-    lost: list[RunTask] = []
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                             initializer=_init_worker) as pool:
-        # longest first: a greedy schedule whose tail is one short run, not one long run
-        ordered = sorted(tasks, key=lambda t: t.expected_cost, reverse=True)
-        futures = {pool.submit(run_task, t): t for t in ordered}
-        for future in as_completed(futures):
-            task = futures[future]
+@dataclass
+class Slot:
+    """A process busy with one task: a reusable worker (``conn`` set) or a one-run process."""
+
+    proc: BaseProcess
+    conn: Connection | None
+    task: RunTask | None = None
+    started: float = 0.0
+
+    def give(self, task: RunTask) -> Slot:
+        self.task, self.started = task, time.monotonic()
+        if self.conn is not None:
+            self.conn.send(task)
+        return self
+
+    def result(self) -> dict | None:
+        """The task's status record once it has finished (or hung, or crashed); else ``None``."""
+        task, wall = self.task, time.monotonic() - self.started
+        hung = f"still running after {task.timeout_s:g} s"
+        if self.conn is not None and self.conn.poll():
             try:
-                yield future.result()
-            except BrokenProcessPool:
-                lost.append(task)
-            except Exception as e:  # setup failed before the run could record itself
-                yield record_failure(task, "crashed", f"{type(e).__name__}: {e}", 0.0)
-    if lost:
-        log.warning("a worker died; retrying %d runs one process each", len(lost))
-        yield from run_isolated(lost, workers)
+                record = self.conn.recv()
+            except EOFError:  # the worker died mid-run: judged by its exit code below
+                record = None
+            if record is not None and "setup_error" in record:
+                return record_failure(task, "crashed", record["setup_error"], wall)
+            if record is not None:
+                return record
+        if self.proc.is_alive():
+            if wall < task.timeout_s + GRACE_S:
+                return None
+            self.proc.kill()
+            self.proc.join()
+            return record_failure(task, "hang", hung, wall)
+        self.proc.join()
+        if self.conn is None and self.proc.exitcode == 0 and store.is_complete(task.path):
+            return status(task, store.read_summary(task.path))
+        if self.proc.exitcode == HANG_EXIT:
+            return record_failure(task, "hang", hung, wall)
+        return record_failure(task, "crashed",
+                              f"run process exited with code {self.proc.exitcode}", wall)
 
 
 def run_tasks(tasks: list[RunTask], workers: int) -> Iterator[dict]:
-    """Every task's status record, as runs finish (pooled runs first, then isolated ones)."""
-    pooled = [t for t in tasks if not t.isolate]
-    if pooled:
-        yield from run_pooled(pooled, max(1, min(workers, len(pooled))))
-    isolated = [t for t in tasks if t.isolate]
-    if isolated:
-        yield from run_isolated(isolated, max(1, workers))
+    """Run every task, at most ``workers`` at once, longest first; yield each task's status
+    record as it finishes.
+
+    Ordinary tasks go to reusable workers, risky ones (``isolate``) to a process of their own;
+    both kinds share the same ``workers`` slots, so neither waits for the other to drain. A
+    task whose process dies or passes its timeout is recorded as ``crashed`` or ``hang``, and
+    only that process is replaced.
+    """
+    ctx = multiprocessing.get_context("spawn")
+    # isolated (distributed, loud) runs first: they include the ones that sit out a timeout
+    waiting = sorted(tasks, key=lambda t: (t.isolate, t.expected_cost), reverse=True)
+    busy: list[Slot] = []
+    idle: list[Slot] = []  # reusable workers between tasks
+    try:
+        while waiting or busy:
+            while waiting and len(busy) < workers:
+                task = waiting.pop(0)
+                if task.isolate:
+                    slot = Slot(ctx.Process(target=_one_run_main, args=(task,), daemon=True),
+                                None)
+                    slot.proc.start()
+                elif idle:
+                    slot = idle.pop()
+                else:
+                    parent, child = ctx.Pipe()
+                    slot = Slot(ctx.Process(target=_worker_main, args=(child,), daemon=True),
+                                parent)
+                    slot.proc.start()
+                    child.close()
+                busy.append(slot.give(task))
+            wait([s.proc.sentinel for s in busy] + [s.conn for s in busy if s.conn], timeout=0.5)
+            for slot in list(busy):
+                if (record := slot.result()) is None:
+                    continue
+                busy.remove(slot)
+                if slot.conn is not None and slot.proc.is_alive():
+                    idle.append(slot)
+                yield record
+    finally:
+        for slot in idle:
+            slot.conn.send(None)
+        for slot in idle + busy:
+            slot.proc.join(timeout=5)
+            if slot.proc.is_alive():
+                slot.proc.kill()
+                slot.proc.join()

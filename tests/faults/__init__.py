@@ -15,7 +15,8 @@ import shutil
 from pathlib import Path
 
 DIST = "bugzoo_faults"
-PLUGINS = {"boom": "Boom", "stall": "Stall", "meddler": "Meddler", "laggard": "Laggard"}
+PLUGINS = {"boom": "Boom", "crasher": "Crasher", "stall": "Stall", "meddler": "Meddler",
+           "laggard": "Laggard"}
 
 
 def install(site: Path) -> Path:

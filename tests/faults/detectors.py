@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import torch
@@ -17,6 +18,17 @@ class Boom(Detector):
     def observe(self, obs):
         if obs.step == 3:
             raise RuntimeError("boom at step 3")
+        return []
+
+
+class Crasher(Detector):
+    """Ends its process at step 3 without a word, as a segfault in an extension would."""
+
+    name = "crasher"
+
+    def observe(self, obs):
+        if obs.step == 3:
+            os._exit(70)
         return []
 
 
