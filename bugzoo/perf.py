@@ -80,6 +80,7 @@ class LoopVariant:
         self.anomaly = (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled())
         torch.autograd.set_detect_anomaly(False)
         self.times: list[float] = []
+        self.trace: list[dict] = []
 
     def block(self, steps: int) -> None:
         with torch.autograd.set_detect_anomaly(*self.anomaly):
@@ -100,6 +101,7 @@ class LoopVariant:
             if self.kind != "bare":
                 obs = t.telemetry.observe(t.step, loss, lr=t.lr(), training=True, step_s=0.0,
                                           data_s=t.data_s, elapsed_s=0.0, cuda_mb=0.0, scale=None)
+                self.trace.append(obs.row())  # the run's trace row, as the real loop keeps it
                 for w in self.watches:
                     w.call("observe", obs)
             else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -45,7 +45,7 @@ class Observation:
 
     def row(self) -> dict:
         """The trace row: every scalar field (per-layer norms stay in the Observation)."""
-        row = asdict(self)
+        row = dict(vars(self))  # shallow: every value but the dropped one is a scalar
         del row["layer_grad_norms"]
         return row
 
@@ -54,11 +54,16 @@ class Observation:
 TIMING_COLUMNS = ("step_s", "data_s", "elapsed_s", "rss_mb", "heap_mb", "cuda_mb")
 
 
+_STATM: dict[int, int] = {}  # pid -> open /proc/<pid>/statm (re-read in place every step)
+
+
 def rss_mb() -> float:
     """Resident set size of this process in MiB (peak RSS where /proc is unavailable)."""
+    pid = os.getpid()
     try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * PAGE_MB
+        if pid not in _STATM:
+            _STATM[pid] = os.open(f"/proc/{pid}/statm", os.O_RDONLY)
+        return int(os.pread(_STATM[pid], 256, 0).split()[1]) * PAGE_MB
     except OSError:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -99,8 +104,9 @@ class Telemetry:
     def __init__(self, model: nn.Module):
         self.named = [(n, p) for n, p in model.named_parameters()]
         self.previous = [p.detach().clone() for _, p in self.named]
-        self.grad_stats = torch.zeros(0)
+        self.grad_stats = torch.zeros(3)
         self.grad_names: list[str] = []
+        self.grad_elements = 0
 
     def measure_gradients(self) -> None:
         """Record gradient statistics; call after backward (and unscaling), before the step."""
@@ -109,24 +115,27 @@ class Telemetry:
         if not with_grad:
             self.grad_stats = torch.zeros(3)
             return
+        # few, fused ops: on a small model each op's fixed cost outweighs its arithmetic
         grads = [g.detach() for _, g in with_grad]
-        flat = torch.cat([g.reshape(-1).float() for g in grads])
+        flat = torch.cat([g.reshape(-1) for g in grads])
         layer_norms = torch.stack(torch._foreach_norm(grads)).float()
+        # x - x is 0 where x is finite and NaN where it is not: cheaper than isfinite + sum
+        nonfinite = torch.count_nonzero(flat - flat)
+        zeros = flat.numel() - torch.count_nonzero(flat)
         self.grad_stats = torch.cat([
             torch.linalg.vector_norm(layer_norms).reshape(1),
-            (~torch.isfinite(flat)).sum().reshape(1).float(),
-            (flat == 0).float().mean().reshape(1),
+            torch.stack([nonfinite, zeros]).float(),
             layer_norms,
         ])
+        self.grad_elements = flat.numel()
 
     def measure_update(self) -> torch.Tensor:
         """Parameter norm and update norm since the previous call; call after the step."""
         params = [p.detach() for _, p in self.named]
-        param_norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(params)))
-        update_norm = torch.linalg.vector_norm(
-            torch.stack(torch._foreach_norm(torch._foreach_sub(params, self.previous))))
+        updates = torch._foreach_sub(params, self.previous)
+        norms = torch.stack(torch._foreach_norm([*params, *updates])).float().view(2, -1)
         torch._foreach_copy_(self.previous, params)
-        return torch.stack([param_norm.float(), update_norm.float()])
+        return torch.linalg.vector_norm(norms, dim=1)
 
     def observe(self, step: int, loss: torch.Tensor, **context) -> Observation:
         """Assemble one Observation; ``context`` carries the loop's scalars (lr, timings, ...)."""
@@ -134,7 +143,7 @@ class Telemetry:
         values = torch.cat([loss.detach().float().reshape(1).cpu(), update.cpu(),
                             self.grad_stats.cpu()]).tolist()
         loss_value, param_norm, update_norm = values[:3]
-        grad_norm, nonfinite, zero_frac, *layers = values[3:] or [0.0, 0.0, 0.0]
+        grad_norm, nonfinite, zeros, *layers = values[3:]
         return Observation(
             step=step,
             loss=loss_value,
@@ -144,7 +153,7 @@ class Telemetry:
             update_ratio=update_norm / param_norm if param_norm > 0 else 0.0,
             nonfinite_loss=not (abs(loss_value) < float("inf")),
             nonfinite_grads=int(nonfinite),
-            zero_grad_frac=zero_frac,
+            zero_grad_frac=zeros / self.grad_elements if layers else 0.0,
             rss_mb=rss_mb(),
             heap_mb=heap_mb(),
             layer_grad_norms=dict(zip(self.grad_names, layers, strict=True)),

@@ -185,3 +185,16 @@ def test_exclusive_detector_gets_a_run_of_its_own(tmp_path):
     assert store.read_summary(own)["outcome"] == "crashed"
     table = outcomes(out).set_index("detector")
     assert table.loc["nonfinite", "outcome"] == "hit" and table.loc["anomaly", "outcome"] == "hit"
+
+
+def test_recorded_command_drops_how_it_ran():
+    argv = ["--scenarios", "mlp-*", "--workers", "4", "--no-progress", "--workers=2", "seed=1"]
+    assert bench.recorded_command(argv) == "bugzoo bench --scenarios mlp-* seed=1"
+
+
+def test_sweep_made_by_several_commands_names_each_once(tmp_path):
+    for command in ["bugzoo bench", "bugzoo bench --detectors anomaly", "bugzoo bench"]:
+        store.write_sweep_command(tmp_path, command)
+    expected = "bugzoo bench` then `bugzoo bench --detectors anomaly"
+    assert store.read_sweep_command(tmp_path) == expected
+    assert store.read_sweep_command(tmp_path / "none") is None

@@ -143,6 +143,20 @@ def sweep(tasks: list[RunTask], workers: int, progress: bool = True) -> Counter:
     return outcomes
 
 
+def recorded_command(argv: list[str]) -> str:
+    """The bench command line as a sweep records it: without the options that change how it
+    runs but not what it makes (``--workers N``, ``--no-progress``)."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--workers":
+            skip = True
+        elif arg != "--no-progress" and not arg.startswith("--workers="):
+            kept.append(arg)
+    return " ".join(["bugzoo bench", *kept])
+
+
 def _parser() -> ArgumentParser:
     p = ArgumentParser(
         prog="bugzoo bench",
@@ -191,7 +205,7 @@ def main(argv: list[str]) -> int:
     out = store.ensure_writable(Path(args.out) if args.out else Path("results/runs") / name)
     tasks = plan_tasks(plan, seeds, overrides, chosen, out, timeout)
     remove_partial(out)
-    store.write_sweep_command(out, " ".join(["bugzoo bench", *argv]))
+    store.write_sweep_command(out, recorded_command(argv))
     log.info("sweep %s: %d scenarios x %d seeds, detectors %s, %d workers -> %s",
              name, len(plan), len(seeds), ", ".join(chosen), args.workers, out)
     outcomes = sweep(tasks, args.workers, progress=not args.no_progress)

@@ -102,10 +102,18 @@ SWEEP_COMMAND = "command.txt"
 
 
 def write_sweep_command(sweep_dir: Path, command: str) -> None:
-    """Record the command that makes a sweep's runs, so its scores can name it."""
-    (Path(sweep_dir) / SWEEP_COMMAND).write_text(command + "\n")
+    """Record a command that makes runs of a sweep, so its scores can name it. A sweep made by
+    several commands (e.g. a second bench for an opt-in detector) keeps each, in order."""
+    path = Path(sweep_dir) / SWEEP_COMMAND
+    known = path.read_text().splitlines() if path.is_file() else []
+    if command not in known:
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        tmp.write_text("".join(f"{c}\n" for c in [*known, command]))
+        os.replace(tmp, path)
 
 
 def read_sweep_command(sweep_dir: Path) -> str | None:
+    """The commands that made a sweep's runs, joined as "`a` then `b`" reads in Markdown."""
     path = Path(sweep_dir) / SWEEP_COMMAND
-    return path.read_text().strip() if path.is_file() else None
+    known = path.read_text().splitlines() if path.is_file() else []
+    return "` then `".join(known) or None
