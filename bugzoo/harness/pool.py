@@ -20,7 +20,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
@@ -175,7 +175,8 @@ def _worker_main(conn: Connection) -> None:
 
 @dataclass
 class Slot:
-    """A process busy with one task: a reusable worker (``conn`` set) or a one-run process."""
+    """A sweep process and the task it was last given: a reusable worker (``conn`` set) or a
+    one-run process."""
 
     proc: BaseProcess
     conn: Connection | None
@@ -238,7 +239,7 @@ def run_tasks(tasks: list[RunTask], workers: int) -> Iterator[dict]:
                     slot = Slot(ctx.Process(target=_one_run_main, args=(task,), daemon=True),
                                 None)
                     slot.proc.start()
-                elif idle:
+                elif idle := [s for s in idle if s.proc.is_alive()]:  # one may have been killed
                     slot = idle.pop()
                 else:
                     parent, child = ctx.Pipe()
@@ -257,7 +258,8 @@ def run_tasks(tasks: list[RunTask], workers: int) -> Iterator[dict]:
                 yield record
     finally:
         for slot in idle:
-            slot.conn.send(None)
+            with suppress(OSError):  # already gone
+                slot.conn.send(None)
         for slot in idle + busy:
             slot.proc.join(timeout=5)
             if slot.proc.is_alive():
