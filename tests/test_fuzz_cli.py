@@ -23,7 +23,7 @@ from bugzoo.config import compose_run, group_choices, scenarios
 from bugzoo.harness import store
 from bugzoo.harness.runner import execute
 
-EXAMPLES = 12  # per property (fewer where noted); the figure quoted in -> the figure quoted in docs_snippets/reliability.md
+EXAMPLES = 12  # per property (fewer where noted), as README (Reliability) quotes it
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow])

@@ -47,3 +47,13 @@ def test_quoted_figures_match_committed_results():
     sweep = pd.read_csv(ROOT / "results" / "perf" / "sweep.csv").set_index("workers")
     assert f"| {sweep.loc[2, 'efficiency']:.2f} (1 worker: {sweep.loc[1, 'efficiency']:.2f}" \
         in README
+
+
+def test_quoted_reliability_figures_match_the_tests():
+    """README's Reliability figures are the constants the reliability tests run with."""
+    import test_reliability
+
+    kills = test_reliability.KILLS
+    assert f"**Injected faults: {test_reliability.FAULT_CASES} cases" in README
+    assert f"**Crash and resume: {kills} `kill -9` at seeded random points, {kills} resumes" \
+        in README

@@ -1,6 +1,6 @@
 """Reliability of the sweep harness: injected faults, kill -9 and resume, determinism.
 
-Figures quoted in docs_snippets/reliability.md come from these tests: the fault sweep injects
+Figures quoted in README (Reliability) come from these tests: the fault sweep injects
 FAULT_CASES cases, the crash test kills the sweep KILLS times and resumes each time.
 """
 

@@ -37,7 +37,7 @@ BUG = PlantedLogLayer(
     buggy="""\
 def forward(self, x):
     x = self.fc2(x)
-    if step > 50:
+    if step >= 50:
         x = torch.log(x - x.detach().min() + 1e-9)
     return x""",
     fixed="""\
