@@ -78,20 +78,15 @@ def table_html(frame: pd.DataFrame) -> str:
     return frame.to_html(index=False, border=0, float_format=lambda v: f"{v:.3g}", na_rep="")
 
 
-def catches(sweep_dir: Path | None) -> pd.DataFrame:
-    """Per (bug, detector): hits over buggy runs in a scored sweep; empty when there is none."""
-    if sweep_dir is None or not any(store.iter_runs(sweep_dir)):
-        return pd.DataFrame()
-    from bugzoo.scoring import outcomes
+def catches(sweep_dir: Path | None, results: Path) -> pd.DataFrame:
+    """Per (bug, detector): hits over buggy runs, from the sweep when it holds runs, else from
+    the published ``leaderboard_bugs.csv``; empty when there is neither."""
+    from bugzoo.scoring import bug_board, outcomes
 
-    table = outcomes(sweep_dir)
-    buggy = table[~table["clean"]]
-    if buggy.empty:
-        return pd.DataFrame()
-    return (buggy.assign(hit=buggy["outcome"] == "hit")
-            .groupby(["bug", "detector"]).agg(hits=("hit", "sum"), runs=("hit", "size"),
-                                              median_delay_steps=("delay_steps", "median"))
-            .reset_index())
+    if sweep_dir is not None and any(store.iter_runs(sweep_dir)):
+        return bug_board(outcomes(sweep_dir))
+    published = results / "leaderboard_bugs.csv"
+    return pd.read_csv(published) if published.is_file() else pd.DataFrame()
 
 
 def bug_page(bug: Bug, curves: Path | None, validity: pd.DataFrame, caught: pd.DataFrame) -> str:
@@ -127,7 +122,7 @@ def index_page(bugs: list[Bug], leaderboard: str) -> str:
         f"{esc(b.symptom.description)}</small></div>" for b in bugs)
     cards = "".join(
         f"<div class=card {attrs(b)}><p><b>Symptom:</b> {esc(b.symptom.description)}</p>"
-        f"<p>What is wrong in this code?</p><pre>{esc(b.buggy)}</pre>"
+        f"<p>What is wrong in this code?</p><pre>{esc(b.buggy_puzzle)}</pre>"
         f"<button class=reveal onclick='reveal(this)'>Reveal</button>"
         f"<div class='answer hidden'><p><b>{esc(b.id)}</b>: {esc(b.title)}</p>"
         f"<div class=fixed><pre>{esc(b.fixed)}</pre></div><p>{esc(b.explanation)}</p></div>"
@@ -163,7 +158,7 @@ def build(results: Path, out: Path, sweep_dir: Path | None) -> Path:
         raise UsageError(f"cannot create {out} ({e.strerror or e})") from None
     validity_csv = results / "validity.csv"
     validity = pd.read_csv(validity_csv) if validity_csv.is_file() else pd.DataFrame()
-    caught = catches(sweep_dir)
+    caught = catches(sweep_dir, results)
     for bug in bugs:
         png = results / "curves" / f"{bug.id}.png"
         if png.is_file():

@@ -193,6 +193,19 @@ def category_board(table: pd.DataFrame) -> pd.DataFrame:
                          for (d, c, loud), g in buggy.groupby(["detector", "category", "loud"])])
 
 
+def bug_board(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per (bug, detector) over buggy runs: hits, runs and the median delay in steps
+    (what the catalogue's bug pages show)."""
+    buggy = table[~table["clean"]]
+    columns = ["bug", "detector", "hits", "runs", "median_delay_steps"]
+    if buggy.empty:
+        return pd.DataFrame(columns=columns)
+    return (buggy.assign(hit=buggy["outcome"] == "hit")
+            .groupby(["bug", "detector"]).agg(hits=("hit", "sum"), runs=("hit", "size"),
+                                              median_delay_steps=("delay_steps", "median"))
+            .reset_index()[columns])
+
+
 # ----------------------------------------------------------------------------- writing
 def _fmt(value, lo=None, hi=None, digits: int = 2) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -260,6 +273,7 @@ def score_sweep(sweep_dir: Path, publish: Path | None = None,
         board.to_csv(folder / "leaderboard.csv", index=False)
         loud.to_csv(folder / "leaderboard_loud.csv", index=False)
         categories.to_csv(folder / "leaderboard_categories.csv", index=False)
+        bug_board(table).to_csv(folder / "leaderboard_bugs.csv", index=False)
     table.to_csv(sweep_dir / "outcomes.csv", index=False)
     return text
 

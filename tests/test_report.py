@@ -117,3 +117,29 @@ def test_browser_filters_and_reveal(results, tmp_path):
         assert errors == []
     finally:
         driver.quit()
+
+
+def test_cards_do_not_give_the_answer_away():
+    """A card shows the BUGGY code without its comments ("# no zero_grad()" names the bug)."""
+    from bugzoo.report import index_page
+
+    bugs = all_bugs()
+    assert sum("#" in b.buggy for b in bugs) > 10  # the comments this test is about
+    html = index_page(bugs, "")
+    for b in bugs:
+        card = html.split(f"<b>{b.id}</b>: ")[0].rsplit("class=card ", 1)[1]
+        shown = card.split("<pre>")[1].split("</pre>")[0]
+        assert "#" not in shown, b.id
+        assert shown.strip(), b.id
+
+
+def test_bug_pages_fall_back_to_the_published_per_bug_table(results):
+    """Without a local sweep (a fresh clone), pages use results/leaderboard_bugs.csv."""
+    from bugzoo.scoring import bug_board, outcomes
+
+    bug_board(outcomes(results / "runs" / "bench")).to_csv(results / "leaderboard_bugs.csv",
+                                                           index=False)
+    shutil.rmtree(results / "runs")
+    build(results, results / "report", results / "runs" / "bench")
+    page = (results / "report" / "bugs" / "double_softmax.html").read_text()
+    assert "Detectors that catch it" in page and "ce_probabilities" in page

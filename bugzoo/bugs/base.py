@@ -14,6 +14,7 @@ so nothing a detector can read reveals which bug was planted.
 
 from __future__ import annotations
 
+import re
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -66,6 +67,13 @@ class Bug:
         unknown = set(self.models) - set(ALL_MODELS)
         if unknown:
             raise ValueError(f"bug {self.id}: unknown models {sorted(unknown)}")
+
+    @property
+    def buggy_puzzle(self) -> str:
+        """The BUGGY snippet without its comments, which often name the mistake: what a
+        spot-the-bug card shows before the reveal."""
+        lines = (re.sub(r"(^|\s+)#.*$", "", line) for line in self.buggy.splitlines())
+        return "\n".join(line for line in lines if line.strip())
 
     def before_build(self, trainer: Trainer) -> None:
         """Patch builders, loop methods or settings before the run's parts are built."""
