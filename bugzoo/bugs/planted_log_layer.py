@@ -33,7 +33,8 @@ BUG = PlantedLogLayer(
                  "minimum to log(1e-9) = -20.7 whose derivative is 1e9, and amplifies every "
                  "nearby activation. Gradients explode, Adam's normalised steps scramble the "
                  "weights and the model degrades; with fp16 or larger steps it becomes NaN. "
-                 "A forward isfinite hook and autograd anomaly mode point at this layer."),
+                 "Autograd anomaly mode points at this layer (LogBackward0); forward isfinite "
+                 "hooks stay quiet while the forward values are finite."),
     buggy="""\
 def forward(self, x):
     x = self.fc2(x)
