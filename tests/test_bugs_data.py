@@ -29,6 +29,16 @@ def test_sequence_symptom(scenario):
     assert result.separates(), result
 
 
+@pytest.mark.parametrize("scenario,steps", [("lstm-truncated_sequences", 160),
+                                            ("resnet-augmentation_on_val", 150)])
+def test_symptom_after_the_model_has_learned(scenario, steps):
+    """Bugs whose symptom is a lower accuracy than a clean model's: visible only once the
+    clean model is past its first plateau (at 60-80 steps the two still overlap)."""
+    result = check_symptom([f"scenario={scenario}"], [0, 1],
+                           [f"harness.steps={steps}", f"harness.eval_interval={steps // 2}"])
+    assert result.separates(), result
+
+
 def test_truncated_sequences_cut_training_and_validation_not_holdout():
     from bugzoo.train import Trainer
 
