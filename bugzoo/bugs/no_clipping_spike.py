@@ -36,6 +36,6 @@ optimizer.step()                          # no clipping""",
 loss.backward()
 torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
 optimizer.step()""",
-    models=("mlp",),
+    models=("mlp", "lstm"),
     onset="the outlier batch arrives at the onset step (harness.outlier_step in the scenario)",
 )
