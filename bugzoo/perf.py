@@ -264,8 +264,8 @@ OVERHEAD_NOTE = (
     "`median_x / mean_x`: the ratio of median step times, then of mean step times (which also "
     "counts work done on some steps only). `built-in suite` is every detector but the real "
     "tools (" + ", ".join(REAL_TOOLS) + "). Each variant steps in blocks interleaved with the "
-    "bare loop's, one pair at a time, in one process, one thread; `bugzoo perf overhead` writes the per-variant figures to "
-    "`overhead.csv`.")
+    "bare loop's, one pair at a time, in one process, one thread; `bugzoo perf overhead` "
+    "writes the per-variant figures to `overhead.csv`.")
 SWEEP_NOTE = (
     "The same single-seed sweep without detectors, first on 1 worker, then on all; `efficiency` "
     "= (sum of the serial sweep's run times / workers) / sweep wall time. Run times are each "

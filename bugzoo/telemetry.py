@@ -106,7 +106,6 @@ class Telemetry:
         self.previous = [p.detach().clone() for _, p in self.named]
         self.grad_stats = torch.zeros(3)
         self.grad_names: list[str] = []
-        self.grad_elements = 0
 
     def measure_gradients(self) -> None:
         """Record gradient statistics; call after backward (and unscaling), before the step."""
@@ -120,14 +119,13 @@ class Telemetry:
         flat = torch.cat([g.reshape(-1) for g in grads])
         layer_norms = torch.stack(torch._foreach_norm(grads)).float()
         # x - x is 0 where x is finite and NaN where it is not: cheaper than isfinite + sum
-        nonfinite = torch.count_nonzero(flat - flat)
-        zeros = flat.numel() - torch.count_nonzero(flat)
+        nonfinite = torch.count_nonzero(flat - flat).float()
+        zero_frac = 1 - torch.count_nonzero(flat) / flat.numel()
         self.grad_stats = torch.cat([
             torch.linalg.vector_norm(layer_norms).reshape(1),
-            torch.stack([nonfinite, zeros]).float(),
+            torch.stack([nonfinite, zero_frac]),
             layer_norms,
         ])
-        self.grad_elements = flat.numel()
 
     def measure_update(self) -> torch.Tensor:
         """Parameter norm and update norm since the previous call; call after the step."""
@@ -143,7 +141,7 @@ class Telemetry:
         values = torch.cat([loss.detach().float().reshape(1).cpu(), update.cpu(),
                             self.grad_stats.cpu()]).tolist()
         loss_value, param_norm, update_norm = values[:3]
-        grad_norm, nonfinite, zeros, *layers = values[3:]
+        grad_norm, nonfinite, zero_frac, *layers = values[3:]
         return Observation(
             step=step,
             loss=loss_value,
@@ -153,7 +151,7 @@ class Telemetry:
             update_ratio=update_norm / param_norm if param_norm > 0 else 0.0,
             nonfinite_loss=not (abs(loss_value) < float("inf")),
             nonfinite_grads=int(nonfinite),
-            zero_grad_frac=zeros / self.grad_elements if layers else 0.0,
+            zero_grad_frac=zero_frac,
             rss_mb=rss_mb(),
             heap_mb=heap_mb(),
             layer_grad_norms=dict(zip(self.grad_names, layers, strict=True)),
