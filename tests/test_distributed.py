@@ -12,9 +12,10 @@ from pathlib import Path
 import faults
 import pytest
 from conftest import quick_cfg
+from omegaconf import OmegaConf
 
 from bugzoo.detector import load_detector
-from bugzoo.distributed import _kill, _wait
+from bugzoo.distributed import _backend, _kill, _wait
 from bugzoo.harness.runner import execute
 from bugzoo.telemetry import TIMING_COLUMNS
 
@@ -115,3 +116,15 @@ def test_deadline_kills_every_rank_group():
     assert time.monotonic() - t0 < 10
     assert all(p.returncode == -9 for p in procs)
     assert children_of(os.getpid()) == []
+
+
+@pytest.mark.parametrize(("device", "gpus", "expected"), [
+    ("auto", 0, "gloo"), ("auto", 1, "gloo"), ("auto", 2, "nccl"), ("cuda", 4, "nccl"),
+    ("cpu", 2, "gloo"),
+])
+def test_backend_is_nccl_only_with_a_gpu_per_rank(monkeypatch, device, gpus, expected):
+    """The CUDA path's choice, checked without a GPU: NCCL needs one GPU per rank."""
+    monkeypatch.setattr("torch.cuda.is_available", lambda: gpus > 0)
+    monkeypatch.setattr("torch.cuda.device_count", lambda: gpus)
+    cfg = OmegaConf.create({"harness": {"device": device}})
+    assert _backend(cfg, world_size=2) == expected
