@@ -28,15 +28,20 @@ BUG = LeakageNormStats(
     title="Normalisation statistics fitted before the train/val split",
     category="data",
     symptom=Symptom("val_holdout_gap", "higher",
-                    "validation accuracy is (slightly) optimistic relative to untouched "
-                    "holdout data; with i.i.d. splits the effect is small"),
-    explanation=("Preprocessing fitted on data that includes the validation split lets "
-                 "validation statistics shape the inputs the model trains on, so validation "
-                 "no longer estimates performance on unseen data. How much it inflates the "
-                 "metric depends on how different the validation split is from the training "
-                 "split: with i.i.d. splits of a few thousand examples the mean and standard "
-                 "deviation barely move and the gap stays within seed noise; with small or "
-                 "shifted splits (time series, per-site data) it matters."),
+                    "expected: validation accuracy optimistic relative to untouched holdout "
+                    "data; a shared mean/std scaler cannot produce that (see the explanation)"),
+    explanation=("Preprocessing fitted on data that includes the validation split is a "
+                 "methodological leak: validation no longer stands for unseen data. For a "
+                 "mean/std scaler the leak carries no validation labels, and one affine map is "
+                 "applied to every split (the first linear layer can undo it), so nothing in "
+                 "it favours validation over holdout inputs. Only the optimiser's path "
+                 "changes (Adam and weight decay are not invariant to input scale), and that "
+                 "favours no split. Measured (mlp, 150 steps, n_train 200, seeds 0/1): "
+                 "val-holdout gap 0.001/0.012 buggy vs -0.008/0.013 clean. Fitted "
+                 "preprocessing inflates validation when it uses labels or has many "
+                 "parameters per example: target encoding, feature selection or PCA fitted "
+                 "on little data, per-group scalers. The scenarios are excluded from the "
+                 "bench."),
     buggy="""\
 x = (x - x.mean(0)) / x.std(0)                # statistics of all examples
 x_train, x_val = x[:n_train], x[n_train:]""",
