@@ -46,8 +46,12 @@ BUG = DataloaderBottleneck(
                     "whose rows are a few dozen token ids (results/validity.md)"),
     explanation=("Each sample is decoded from text in __getitem__, in Python, in the training "
                  "process (num_workers=0). The accelerator idles while the CPU parses; the run "
-                 "is correct but several times slower. Preprocess once (or cache tensors), "
-                 "vectorise the transform, or use worker processes."),
+                 "is correct but slower. How much depends on the hardware: on a GPU the model "
+                 "step shrinks while the parsing stays on the CPU, so parsing should take "
+                 "most of each step (not measured: no GPU here); on a CPU-only machine the "
+                 "model step is CPU work too, and here the parsing takes about 45% of a "
+                 "resnet step. Preprocess once (or cache "
+                 "tensors), vectorise the transform, or use worker processes."),
     buggy="""\
 class RowsDataset(Dataset):
     def __getitem__(self, i):
