@@ -50,8 +50,8 @@ BUG = DataloaderBottleneck(
                  "step shrinks while the parsing stays on the CPU, so parsing should take "
                  "most of each step (not measured: no GPU here); on a CPU-only machine the "
                  "model step is CPU work too, and here the parsing takes about 45% of a "
-                 "resnet step. Preprocess once (or cache "
-                 "tensors), vectorise the transform, or use worker processes."),
+                 "resnet step. Preprocess once (or cache tensors), vectorise the transform, "
+                 "or use worker processes."),
     buggy="""\
 class RowsDataset(Dataset):
     def __getitem__(self, i):
