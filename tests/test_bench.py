@@ -123,12 +123,15 @@ def test_workers_exit_when_the_sweep_alone_is_killed(tmp_path):
     assert not alive, "a worker outlived the killed sweep"
 
 
+def watched_task(root, scenario: str, steps: int, isolate: bool, timeout_s: float) -> RunTask:
+    """A seed-0 run of ``scenario`` for ``steps`` steps, watched by ``nonfinite``."""
+    return RunTask(scenario, 0, (f"harness.steps={steps}", "harness.eval_interval=10"),
+                   ("nonfinite",), str(root), isolate=isolate, timeout_s=timeout_s)
+
+
 def test_hung_pool_worker_becomes_a_recorded_hang(tmp_path):
-    base = ("harness.eval_interval=10",)
-    hang = RunTask("mlp-clean", 0, ("harness.steps=1000000", *base), ("nonfinite",),
-                   str(tmp_path), isolate=False, timeout_s=3)
-    fine = RunTask("mlp-double_softmax", 0, ("harness.steps=20", *base), ("nonfinite",),
-                   str(tmp_path), isolate=False, timeout_s=120)
+    hang = watched_task(tmp_path, "mlp-clean", 1_000_000, isolate=False, timeout_s=3)
+    fine = watched_task(tmp_path, "mlp-double_softmax", 20, isolate=False, timeout_s=120)
     # one reusable worker takes both: the hang must cost only its own run
     records = {r["scenario"]: r["outcome"] for r in run_tasks([fine, hang], workers=1)}
     assert records == {"mlp-clean": "hang", "mlp-double_softmax": "completed"}
@@ -138,11 +141,8 @@ def test_hung_pool_worker_becomes_a_recorded_hang(tmp_path):
 
 
 def test_isolated_runs_share_the_slots_with_pooled_runs(tmp_path):
-    base = ("harness.eval_interval=10",)
-    long = RunTask("mlp-clean", 0, ("harness.steps=1000000", *base), ("nonfinite",),
-                   str(tmp_path), isolate=False, timeout_s=15)
-    risky = RunTask("mlp-inplace_op_autograd", 0, ("harness.steps=20", *base), ("nonfinite",),
-                    str(tmp_path), isolate=True, timeout_s=120)
+    long = watched_task(tmp_path, "mlp-clean", 1_000_000, isolate=False, timeout_s=15)
+    risky = watched_task(tmp_path, "mlp-inplace_op_autograd", 20, isolate=True, timeout_s=120)
     # two slots: the risky run starts next to the long one, not after it
     order = [(r["scenario"], r["outcome"]) for r in run_tasks([long, risky], workers=2)]
     assert order == [("mlp-inplace_op_autograd", "crashed"), ("mlp-clean", "hang")]
