@@ -59,12 +59,13 @@ def test_clean_two_ranks_complete_in_sync(clean):
     assert status["error"] is None and status["seconds"] > 0
 
 
-def test_slow_detector_setup_on_rank_0_is_not_a_hang():
-    # a probe training a copy for seconds on rank 0 (detectors watch rank 0 only), longer than
-    # the process group's timeout: rank 1 must wait for it, not time out in its first all-reduce
-    from detectors.overfit_probe import OverfitProbe
-
-    slow = OverfitProbe(steps=5000, target=0.0)
+def test_slow_detector_setup_on_rank_0_is_not_a_hang(tmp_path, monkeypatch):
+    # a watcher whose setup on rank 0 (detectors watch rank 0 only) takes longer than the process
+    # group's timeout: rank 1 must wait for it, not time out in its first all-reduce
+    site = faults.install(tmp_path / "site")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("PYTHONPATH", faults.env_with(site)["PYTHONPATH"])  # for the ranks
+    slow = importlib.import_module(faults.DIST).SlowStarter(seconds=PG_TIMEOUT_S + 1)
     result = execute(quick_cfg("scenario=mlp-ddp_unsynced", "~bug", *SHORT,
                                "harness.detector_budget_s=60"), [slow])  # no cut-off under load
     assert result.summary["outcome"] == "completed", result.summary.get("rank_errors")

@@ -16,7 +16,8 @@ from pathlib import Path
 
 DIST = "bugzoo_faults"
 PLUGINS = {"boom": "Boom", "crasher": "Crasher", "stall": "Stall", "meddler": "Meddler",
-           "laggard": "Laggard"}
+           "laggard": "Laggard",
+           "slow_starter": "SlowStarter"}
 
 
 def install(site: Path) -> Path:

@@ -56,6 +56,20 @@ class Meddler(Detector):
         return []
 
 
+class SlowStarter(Detector):
+    """Takes ``seconds`` (default 4 s) in ``setup``: a watcher with a slow start, such as a probe
+    training a copy of the model."""
+
+    name = "slow_starter"
+
+    def __init__(self, seconds: float = 4.0):
+        self.seconds = seconds
+
+    def setup(self, run):
+        super().setup(run)
+        time.sleep(self.seconds)
+
+
 class Laggard(Detector):
     """Takes 0.1 s in every ``observe``: a slow but well-behaved watcher."""
 
