@@ -1,3 +1,48 @@
-"""bugzoo: a benchmark suite of planted PyTorch training bugs."""
+"""bugzoo: a benchmark suite of planted PyTorch training bugs.
+
+The package in layers, each importing only from the layers listed before it:
+
+* core (``bugzoo/``): ``data``, ``models``, ``bugs`` (one file per bug), ``train`` (the clean
+  loop), ``telemetry``, ``detector`` (the plug-in contract), ``scenarios``, ``config``;
+* ``bugzoo.harness``: running runs (one in this process, on several ranks, a sweep of many),
+  and the results store;
+* ``bugzoo.judge``: judging detectors and the benchmark (``bench``, scoring, validity,
+  conformance, curves, perf);
+* ``bugzoo.teach``: the catalogue, the quiz, the HTML report, exercises, reproducer export.
+
+The names below are the plug-in contract, importable from ``bugzoo`` directly. They load on
+first use, so ``import bugzoo`` stays cheap (no torch until a name that needs it is touched).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "Bug": "bugzoo.bugs", "get_bug": "bugzoo.bugs", "list_bugs": "bugzoo.bugs",
+    "Alarm": "bugzoo.detector", "Detector": "bugzoo.detector", "RunView": "bugzoo.detector",
+    "load_detector": "bugzoo.detector",
+    "Observation": "bugzoo.telemetry",
+    "get_scenario": "bugzoo.scenarios", "list_scenarios": "bugzoo.scenarios",
+    "check_detector": "bugzoo.judge.conformance",
+    "parametrize_with_checks": "bugzoo.judge.conformance",
+}
+__all__ = ["Alarm", "Bug", "Detector", "Observation", "RunView", "check_detector", "get_bug",
+           "get_scenario", "list_bugs", "list_scenarios", "load_detector",
+           "parametrize_with_checks"]
+
+if TYPE_CHECKING:
+    from bugzoo.bugs import Bug, get_bug, list_bugs
+    from bugzoo.detector import Alarm, Detector, RunView, load_detector
+    from bugzoo.judge.conformance import check_detector, parametrize_with_checks
+    from bugzoo.scenarios import get_scenario, list_scenarios
+    from bugzoo.telemetry import Observation
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'bugzoo' has no attribute {name!r}")

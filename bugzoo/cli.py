@@ -11,23 +11,24 @@ import importlib
 import logging
 import sys
 
-from bugzoo.errors import UsageError
+from bugzoo.errors import UsageError, unknown_choice
 
 # verb -> ("module:function", one-line help). Each function takes the argv after the verb.
 VERBS: dict[str, tuple[str, str]] = {
     "run": ("bugzoo.harness.app:main", "train one run (Hydra overrides; -m for a sweep)"),
-    "list": ("bugzoo.catalogue:list_main", "list bugs, models, scenarios or detectors"),
-    "show": ("bugzoo.catalogue:show_main", "show one bug: metadata, BUGGY and FIXED code"),
-    "bench": ("bugzoo.harness.bench:main", "sweep scenarios x seeds with detectors, then score"),
-    "score": ("bugzoo.scoring:main", "recompute the leaderboard of a stored sweep"),
-    "check": ("bugzoo.conformance:main", "run the conformance suite on one detector"),
-    "validate": ("bugzoo.validity:main", "prove every scenario's bug manifests (statistical test)"),
-    "perf": ("bugzoo.perf:main", "measure speed: clean baselines, telemetry/detector overhead"),
-    "curves": ("bugzoo.curves:main", "draw a bug's symptom curves: clean vs buggy over seeds"),
-    "quiz": ("bugzoo.quiz:main", "spot-the-bug quiz in the terminal (answers from stdin)"),
-    "export": ("bugzoo.export:main", "write a standalone buggy.py / fixed.py reproducer pair"),
-    "report": ("bugzoo.report:main", "build the static HTML catalogue under results/report"),
-    "exercise": ("bugzoo.exercises:main", "guided exercises: plant a NaN, overfit one batch"),
+    "list": ("bugzoo.teach.catalogue:list_main", "list bugs, models, scenarios or detectors"),
+    "show": ("bugzoo.teach.catalogue:show_main", "show one bug: metadata, BUGGY and FIXED code"),
+    "bench": ("bugzoo.judge.bench:main", "sweep scenarios x seeds with detectors, then score"),
+    "score": ("bugzoo.judge.scoring:main", "recompute the leaderboard of a stored sweep"),
+    "check": ("bugzoo.judge.conformance:main", "run the conformance suite on one detector"),
+    "validate": ("bugzoo.judge.validity:main",
+                 "prove every scenario's bug manifests (statistical test)"),
+    "perf": ("bugzoo.judge.perf:main", "measure speed: clean baselines, telemetry/detector overhead"),
+    "curves": ("bugzoo.judge.curves:main", "draw a bug's symptom curves: clean vs buggy over seeds"),
+    "quiz": ("bugzoo.teach.quiz:main", "spot-the-bug quiz in the terminal (answers from stdin)"),
+    "export": ("bugzoo.teach.export:main", "write a standalone buggy.py / fixed.py reproducer pair"),
+    "report": ("bugzoo.teach.report:main", "build the static HTML catalogue under results/report"),
+    "exercise": ("bugzoo.teach.exercises:main", "guided exercises: plant a NaN, overfit one batch"),
 }
 
 
@@ -55,14 +56,15 @@ class StderrHandler(logging.StreamHandler):
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    logging.basicConfig(level=logging.INFO, format="%(message)s", handlers=[StderrHandler()])
+    # force: a verb run in this process before (Hydra's `run`, a test) may have left handlers
+    # bound to streams that are closed by now
+    logging.basicConfig(level=logging.INFO, format="%(message)s", handlers=[StderrHandler()],
+                        force=True)
     if not argv or argv[0] in ("-h", "--help"):
         _parser().print_help()
         return 0 if argv else 2
     verb, rest = argv[0], argv[1:]
     if verb not in VERBS:
-        from bugzoo.errors import unknown_choice
-
         print(f"bugzoo: error: {unknown_choice('command', verb, VERBS)}", file=sys.stderr)
         return 2
     module, func = VERBS[verb][0].split(":")

@@ -1,55 +1,29 @@
 """Hydra composition: conf/ building blocks plus scenarios/ registered as the ``scenario`` group.
 
-Scenarios are loaded from ``scenarios/*.yaml`` into Hydra's ConfigStore (group ``scenario``,
-package ``_global_``) instead of being put on the search path, because a search-path group
-breaks ``-m 'scenario=glob(*)'`` in hydra-core 1.3 (Hydra issue #1942).
+Scenarios (:mod:`bugzoo.scenarios`) go into Hydra's ConfigStore (group ``scenario``, package
+``_global_``) instead of onto the search path, because a search-path group breaks
+``-m 'scenario=glob(*)'`` in hydra-core 1.3 (Hydra issue #1942).
 """
 
 from __future__ import annotations
 
-import os
 import re
-from functools import cache
-from pathlib import Path
 
-import yaml
 from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 
+from bugzoo.bugs import check_applies, get_bug
 from bugzoo.errors import UsageError, unknown_choice
-
-ROOT = Path(os.environ.get("BUGZOO_ROOT", Path(__file__).resolve().parents[1]))
-CONF_DIR = ROOT / "conf"
-SCENARIO_DIR = ROOT / "scenarios"
+from bugzoo.paths import CONF_DIR
+from bugzoo.scenarios import get_scenario, list_scenarios, missing_cuda
 
 
 def group_choices(group: str) -> list[str]:
     """Config names available in a conf/ group (``model``, ``data``, ``bug``, ...)."""
     return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
-
-
-def load_scenario_file(path: Path) -> dict:
-    """Parse one scenario YAML; a malformed file raises a UsageError naming it."""
-    try:
-        node = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        problem = getattr(e, "problem", None) or str(e).strip().splitlines()[0]
-        raise UsageError(f"malformed scenario file {path}{where}: {problem}") from None
-    if not isinstance(node, dict) or node.get("scenario") != path.stem:
-        raise UsageError(f"malformed scenario file {path}: it must be a mapping with "
-                         f"'scenario: {path.stem}'")
-    return node
-
-
-@cache
-def scenarios() -> dict[str, dict]:
-    """Every scenario id -> its parsed YAML."""
-    return {p.stem: load_scenario_file(p) for p in sorted(SCENARIO_DIR.glob("*.yaml"))}
 
 
 def register_scenarios(names: list[str] | None = None) -> None:
@@ -60,20 +34,16 @@ def register_scenarios(names: list[str] | None = None) -> None:
     """
     store = ConfigStore.instance()
     store.repo.pop("scenario", None)
-    found = scenarios()
-    for name in found if names is None else names:
-        store.store(group="scenario", name=name, node=found[name], package="_global_")
-
-
-def scenario_id(model: str, bug: str | None) -> str:
-    return f"{model}-{bug or 'clean'}"
+    chosen = list_scenarios() if names is None else [get_scenario(n) for n in names]
+    for scenario in chosen:
+        store.store(group="scenario", name=scenario.id, node=scenario.node, package="_global_")
 
 
 def validate_overrides(overrides: list[str]) -> None:
     """Check group choices before Hydra sees them, so mistakes get a "did you mean"."""
     choices = {"model": group_choices("model"), "data": group_choices("data"),
                "bug": group_choices("bug"), "harness": group_choices("harness"),
-               "optim": group_choices("optim"), "scenario": sorted(scenarios())}
+               "optim": group_choices("optim"), "scenario": [s.id for s in list_scenarios()]}
     for item in overrides:
         key, sep, value = item.partition("=")
         key = key.lstrip("+~")
@@ -117,8 +87,6 @@ def _hydra_message(error: HydraException) -> str:
 
 def check_run_config(cfg: DictConfig) -> None:
     """Reject settings no run can use, and bugs planted in models they do not apply to."""
-    from bugzoo.bugs import check_applies, get_bug
-
     h = cfg.harness
     for key in ("steps", "eval_interval", "batch_size", "eval_batch_size", "threads"):
         value = h[key]
@@ -140,16 +108,9 @@ def check_run_config(cfg: DictConfig) -> None:
     if cfg.get("bug") is not None:
         bug = get_bug(cfg.bug.id)
         check_applies(bug, cfg.model.name)
-        if "cuda" in bug.requires and not _cuda_device(str(h.device)):
+        if missing_cuda(bug.id, str(h.device)):
             raise UsageError(f"bug '{bug.id}' requires CUDA and this run has no CUDA device "
                              f"(harness.device={h.device}): skipped")
-
-
-def _cuda_device(device: str) -> bool:
-    """Whether a run on ``device`` would use CUDA."""
-    import torch
-
-    return device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
 
 
 def resolved(cfg: DictConfig) -> dict:

@@ -18,7 +18,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
@@ -36,17 +36,36 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Alarm:
-    """A detector's claim that something is wrong, from ``step`` on."""
+    """A detector's claim that something is wrong, from ``step`` on.
+
+    * ``step``: the step at which the detector saw it (an int in [0, current step]);
+    * ``symptom``: a short name for what it observed, e.g. ``"loss_plateau"``;
+    * ``category``: the suspected cause, one of ``bugzoo.bugs.CATEGORIES`` or ``"unknown"``;
+      the benchmark scores it as the diagnosis;
+    * ``message``: one line for a person.
+    """
 
     step: int
     symptom: str
-    category: str  # one of bugzoo.bugs.CATEGORIES, or "unknown"
+    category: str
     message: str
 
 
 @dataclass
 class RunView:
-    """The live run as a detector sees it. Nothing here names the planted bug."""
+    """The live run as a detector sees it. Nothing here names the planted bug.
+
+    * ``model``, ``optimizer``, ``loss_fn``: the run's own objects (``loss_fn`` is an
+      ``nn.Module``; under distributed training ``model`` is the DDP wrapper);
+    * ``train_loader``, ``val_loader``: ``bugzoo.data.BatchLoader`` objects; ``loader.split``
+      holds the split's tensors (``x``, ``y``, ``lengths``). Iterating a loader advances its
+      generator, so read ``split`` instead;
+    * ``device``: the ``torch.device`` the model trains on;
+    * ``num_classes``: classes of the task (the expected first loss is ``log(num_classes)``);
+    * ``steps``: how many optimizer steps the run will make;
+    * ``model_name``, ``dataset``: which reference model and dataset (``"mlp"``, ``"tabular"``);
+    * ``lr_scheduler``: the scheduler, or ``None`` for a constant learning rate.
+    """
 
     model: nn.Module
     optimizer: torch.optim.Optimizer
@@ -59,7 +78,6 @@ class RunView:
     model_name: str
     dataset: str
     lr_scheduler: Any = None
-    extra: dict = field(default_factory=dict)
 
 
 class Detector:
@@ -147,6 +165,20 @@ def detector_names() -> list[str]:
     return sorted(installed_detectors())
 
 
+OWN_DISTRIBUTION = "bugzoo-bench"  # the distribution that ships bugzoo and its built-ins
+
+
+def provider(name: str) -> tuple[str, str]:
+    """(distribution, version) that installed the detector ``name``."""
+    dist = installed_detectors()[name].dist
+    return (dist.name, dist.version) if dist is not None else ("unknown", "")
+
+
+def shipped_detectors() -> list[str]:
+    """Detectors shipped in bugzoo's own distribution (built-ins, tool adapters, baselines)."""
+    return [n for n in detector_names() if provider(n)[0] == OWN_DISTRIBUTION]
+
+
 # Adapters that wrap an existing tool (PyTorch's own, a recipe as written, a third-party
 # package) rather than a heuristic of ours; the "built-in suite" is every other detector.
 REAL_TOOLS = ("anomaly", "nan_hooks", "cockpit", "traincheck")
@@ -162,10 +194,15 @@ def default_detectors() -> list[str]:
     the default suite. Each one left out is logged with its reason."""
     chosen = []
     for name in detector_names():
-        if reason := unavailable(name):
-            log.warning("skipping detector %s: %s", name, reason)
-        elif not _load_class(name).in_default_suite:
+        reason = unavailable(name)
+        try:
+            wanted = _load_class(name).in_default_suite
+        except ImportError:  # a plug-in that cannot even be imported: say why
+            wanted = True
+        if not wanted:
             log.debug("detector %s runs only when named (not in the default suite)", name)
+        elif reason:
+            log.warning("skipping detector %s: %s", name, reason)
         else:
             chosen.append(name)
     return chosen

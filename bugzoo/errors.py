@@ -11,13 +11,18 @@ class UsageError(Exception):
     """Bad input from the user: unknown id, wrong value, unusable folder, malformed file."""
 
 
+def choices_text(choices: Iterable[str], limit: int = 40) -> str:
+    """``a, b, c`` (sorted; the first ``limit`` of a long list, then ``...``)."""
+    choices = sorted(choices)
+    return ", ".join(choices) if len(choices) <= limit else ", ".join(choices[:limit]) + ", ..."
+
+
 def unknown_choice(kind: str, value: object, choices: Iterable[str]) -> UsageError:
     """An error for ``value`` not among ``choices``, with a "did you mean" when one is close."""
     choices = sorted(choices)
     close = difflib.get_close_matches(str(value), choices, n=1, cutoff=0.6)
     hint = f"; did you mean '{close[0]}'?" if close else ""
-    shown = ", ".join(choices) if len(choices) <= 40 else ", ".join(choices[:40]) + ", ..."
-    return UsageError(f"unknown {kind} '{value}'{hint} (valid: {shown})")
+    return UsageError(f"unknown {kind} '{value}'{hint} (valid: {choices_text(choices)})")
 
 
 class ArgumentParser(argparse.ArgumentParser):

@@ -19,7 +19,28 @@ PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20 if hasattr(os, "sysconf") else 0.0
 
 @dataclass
 class Observation:
-    """What a detector sees at one training step."""
+    """What a detector sees at one training step (one optimizer step).
+
+    * ``step``: the step's index, from 0.
+    * ``loss``: the training loss of the step (mean over its micro-batches), as float32.
+    * ``lr``: the learning rate of the optimizer's first parameter group when the step began.
+    * ``grad_norm``: global L2 norm of every parameter's gradient after backward (and
+      unscaling), before clipping; ``layer_grad_norms``: the same per parameter, by its name
+      in ``model.named_parameters()`` (parameters without a gradient are left out).
+    * ``param_norm``: global L2 norm of the parameters after the step; ``update_norm``: L2
+      norm of what the step changed; ``update_ratio``: ``update_norm / param_norm``.
+    * ``nonfinite_loss``: the loss is NaN or infinite; ``nonfinite_grads``: how many gradient
+      elements are; ``zero_grad_frac``: the share of gradient elements that are exactly 0.
+    * ``step_s``: wall seconds of the step (evaluation included, when it ran); ``data_s``:
+      of those, seconds spent fetching batches; ``elapsed_s``: seconds since training began,
+      at the end of this step.
+    * ``rss_mb``: resident memory of the process, MiB; ``heap_mb``: bytes allocated through
+      malloc, MiB (see :func:`heap_mb`); ``cuda_mb``: CUDA memory allocated, MiB (0 on CPU).
+    * ``scale``: the GradScaler's loss scale, or ``None`` without one.
+    * ``training``: ``model.training`` when the step began.
+    * ``val_loss``, ``val_acc``: validation cross-entropy and accuracy, on evaluation steps
+      only (every ``harness.eval_interval`` steps and the last); ``None`` otherwise.
+    """
 
     step: int
     loss: float

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
 
 import numpy as np
@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 from bugzoo.bugs.base import Bug
 from bugzoo.data import Batch, BatchLoader, DataBundle, load_dataset
-from bugzoo.data.base import fit_normalization, forever
+from bugzoo.data.base import Normalization, fit_normalization, forever
 from bugzoo.models import build_model
 from bugzoo.telemetry import Observation, Telemetry
 
@@ -44,19 +44,31 @@ def resolve_device(name: str) -> torch.device:
 
 
 @torch.no_grad()
+def loss_and_accuracy(forward: Callable[[Batch], Tensor], batches: Iterable[Batch],
+                      device: torch.device, autocast: Callable = nullcontext
+                      ) -> tuple[float, float]:
+    """Mean cross-entropy and accuracy of ``forward`` over ``batches``, without gradients."""
+    total_loss, correct, count = 0.0, 0, 0
+    for batch in batches:
+        batch = batch.to(device)
+        with autocast():
+            logits = forward(batch)
+        total_loss += nn.functional.cross_entropy(logits.float(), batch.y, reduction="sum").item()
+        correct += (logits.argmax(-1) == batch.y).sum().item()
+        count += len(batch.y)
+    return total_loss / count, correct / count
+
+
 def measure(model: nn.Module, split, device: torch.device, batch_size: int = 500
             ) -> tuple[float, float]:
-    """Mean cross-entropy and accuracy of ``model`` on a split, in eval mode (clean code)."""
+    """Loss and accuracy of ``model`` on a split in eval mode (the clean code: how the harness
+    measures the holdout split, whatever bug the run has)."""
     was_training = model.training
     model.eval()
-    total_loss, correct = 0.0, 0
-    for batch in BatchLoader(split, batch_size, shuffle=False):
-        batch = batch.to(device)
-        logits = model(*batch.inputs).float()
-        total_loss += nn.functional.cross_entropy(logits, batch.y, reduction="sum").item()
-        correct += (logits.argmax(-1) == batch.y).sum().item()
+    result = loss_and_accuracy(lambda batch: model(*batch.inputs),
+                               BatchLoader(split, batch_size, shuffle=False), device)
     model.train(was_training)
-    return total_loss / len(split), correct / len(split)
+    return result
 
 
 def outlier_batch(batch: Batch, num_classes: int, scale: float = 1e3) -> Batch:
@@ -93,7 +105,8 @@ class Trainer:
         self.scheduler = self.build_scheduler()
         self.loss_fn = self.build_loss()
         self.scaler = self.build_scaler()
-        self.train_loader, self.val_loader = self.build_loaders()
+        self.train_loader = self.build_train_loader()
+        self.val_loader = self.build_val_loader()
         if self.bug is not None:
             self.bug.after_build(self)
         self.telemetry = Telemetry(self.model)
@@ -102,11 +115,15 @@ class Trainer:
     def load_data(self) -> DataBundle:
         return load_dataset(self.cfg.data.name, seed=self.cfg.data.seed, **self.cfg.data.params)
 
+    def fit_scaler(self, data: DataBundle) -> Normalization:
+        """Mean and std of the training split only: validation and holdout stay unseen."""
+        return fit_normalization(data.train.x, data.norm_dims)
+
     def normalize(self, data: DataBundle) -> DataBundle:
-        """Standardise every split with statistics of the training split only."""
+        """Standardise every split with the scaler fitted by :meth:`fit_scaler`."""
         if data.norm_dims is None:
             return data
-        norm = fit_normalization(data.train.x, data.norm_dims)
+        norm = self.fit_scaler(data)
         return data.with_splits(train=norm.apply(data.train), val=norm.apply(data.val),
                                 holdout=norm.apply(data.holdout))
 
@@ -141,12 +158,13 @@ class Trainer:
             return torch.amp.GradScaler(self.device.type)
         return None
 
-    def build_loaders(self) -> tuple[BatchLoader, BatchLoader]:
-        h = self.cfg.harness
-        train = BatchLoader(self.data.train, h.batch_size, shuffle=True, seed=self.seed,
-                            drop_last=True)
-        val = BatchLoader(self.data.val, h.eval_batch_size, shuffle=False)
-        return train, val
+    def build_train_loader(self) -> BatchLoader:
+        """Shuffled batches of the training split, reshuffled every epoch from the run's seed."""
+        return BatchLoader(self.data.train, self.cfg.harness.batch_size, shuffle=True,
+                           seed=self.seed, drop_last=True)
+
+    def build_val_loader(self) -> BatchLoader:
+        return BatchLoader(self.data.val, self.cfg.harness.eval_batch_size, shuffle=False)
 
     # ----------------------------------------------------------------- pieces of one step
     def autocast(self):
@@ -156,9 +174,12 @@ class Trainer:
         dtype = torch.float16 if precision == "fp16" else torch.bfloat16
         return torch.autocast(self.device.type, dtype=dtype)
 
+    def to_device(self, batch: Batch) -> Batch:
+        return batch.to(self.device)
+
     def next_batch(self) -> Batch:
         t0 = time.perf_counter()
-        batch = next(self.batches).to(self.device)
+        batch = self.to_device(next(self.batches))
         if self.step == self.cfg.harness.outlier_step:
             batch = outlier_batch(batch, self.data.num_classes)
         self.data_s += time.perf_counter() - t0
@@ -218,21 +239,18 @@ class Trainer:
     def is_eval_step(self) -> bool:
         return (self.step + 1) % self.cfg.harness.eval_interval == 0 or self.step + 1 == self.steps
 
+    def enter_eval(self) -> None:
+        self.model.eval()
+
+    def leave_eval(self) -> None:
+        self.model.train()
+
     def evaluate(self) -> tuple[float, float]:
         """Validation loss and accuracy under ``model.eval()`` and ``no_grad``, then back to train."""
-        self.model.eval()
-        total_loss, correct, count = 0.0, 0, 0
-        with torch.no_grad():
-            for batch in self.val_loader:
-                batch = batch.to(self.device)
-                with self.autocast():
-                    logits = self.forward(batch)
-                total_loss += nn.functional.cross_entropy(
-                    logits.float(), batch.y, reduction="sum").item()
-                correct += (logits.argmax(-1) == batch.y).sum().item()
-                count += len(batch.y)
-        self.model.train()
-        return total_loss / count, correct / count
+        self.enter_eval()
+        result = loss_and_accuracy(self.forward, self.val_loader, self.device, self.autocast)
+        self.leave_eval()
+        return result
 
     def lr(self) -> float:
         return self.optimizer.param_groups[0]["lr"]

@@ -220,9 +220,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from bugzoo.config import compose_run
     from bugzoo.harness.runner import execute
-    from bugzoo.tables import markdown
+    from bugzoo.judge.tables import markdown
 
-    p = argparse.ArgumentParser(prog="python -m detectors.cockpit_adapter")
+    p = argparse.ArgumentParser(prog="python -m bugzoo_detectors.cockpit_adapter")
     p.add_argument("--scenarios", nargs="+", default=[
         "mlp-clean", "mlp-missing_zero_grad", "mlp-lr_too_high", "mlp-log_of_zero",
         "mlp-frozen_from_start", "mlp-double_softmax", "mlp-init_too_large"])

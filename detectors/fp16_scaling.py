@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import torch
+from bugzoo_detectors._hooks import tensors
 
 from bugzoo.detector import Alarm, Detector, RunView
 from bugzoo.telemetry import Observation
-from detectors._hooks import tensors
 
 
 class FP16Scaling(Detector):

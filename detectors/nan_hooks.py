@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from bugzoo_detectors._hooks import has_nan, training_forward
+
 from bugzoo.detector import Alarm, Detector, RunView
 from bugzoo.telemetry import Observation
-from detectors._hooks import has_nan, training_forward
 
 
 class NanHooks(Detector):

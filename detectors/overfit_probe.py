@@ -6,11 +6,11 @@ import copy
 import math
 
 import torch
+from bugzoo_detectors._hooks import strip_hooks
 from torch.nn.parallel import DistributedDataParallel
 
 from bugzoo.detector import Alarm, Detector, RunView
 from bugzoo.telemetry import Observation
-from detectors._hooks import strip_hooks
 
 
 class OverfitProbe(Detector):

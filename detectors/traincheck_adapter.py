@@ -17,7 +17,7 @@ A scenario's alarms are its violated invariants; ``new`` counts those the clean 
 same seed does not violate (the clean control's own violations are false positives of
 invariants inferred from few short traces). Run::
 
-    python -m detectors.traincheck_adapter --out results/traincheck [--steps 20] \\
+    python -m bugzoo_detectors.traincheck_adapter --out results/traincheck [--steps 20] \\
         [--scenarios mlp-missing_zero_grad ...]
 
 Optional: needs ``pip install -c constraints.txt 'bugzoo-bench[tools]'`` (``traincheck``).
@@ -38,7 +38,7 @@ from pathlib import Path
 import pandas as pd
 
 from bugzoo.detector import Alarm
-from bugzoo.tables import markdown
+from bugzoo.judge.tables import markdown
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def available() -> str | None:
 
 def script(scenario: str, kind: str, steps: int, seed: int) -> str:
     """The exported ``kind`` ("buggy" or "fixed") script of ``scenario``, shortened and reseeded."""
-    from bugzoo.export import render
+    from bugzoo.teach.export import render
 
     text = render(scenario)[kind]
     if not STEPS_LINE.search(text) or SEED_LINE not in text:
@@ -148,7 +148,7 @@ def _row(scenario: str, summary: dict, control: set[str] | None) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m detectors.traincheck_adapter",
+    p = argparse.ArgumentParser(prog="python -m bugzoo_detectors.traincheck_adapter",
                                 description="Run TrainCheck offline on exported mlp scenarios.")
     p.add_argument("--out", required=True, help="work folder for scripts, traces and reports")
     p.add_argument("--scenarios", nargs="+", default=list(DEFAULT_SCENARIOS))

@@ -14,39 +14,61 @@ import pytest
 
 from bugzoo.config import compose_run
 from bugzoo.detector import Detector, load_detector
-from bugzoo.harness import bench, store
+from bugzoo.errors import UsageError
+from bugzoo.harness import store, sweep
 from bugzoo.harness.pool import RunTask, run_tasks
 from bugzoo.harness.runner import execute
-from bugzoo.scoring import outcomes
+from bugzoo.judge import bench
+from bugzoo.judge.scoring import outcomes
 
 SCENARIOS = ["mlp-clean", "mlp-double_softmax", "mlp-missing_zero_grad"]
 
 
-def test_scenario_plan_skips_excluded_and_cuda_and_isolates_loud(monkeypatch):
-    from bugzoo import bugs, config
+@pytest.fixture
+def fake_scenarios(tmp_path, monkeypatch):
+    """A private scenarios folder with fake bugs: a silent one, an excluded one, a CUDA-only
+    one and a loud one, beside the mlp control."""
+    from bugzoo import bugs
+    from bugzoo import scenarios as registry
 
-    nodes = {
-        "mlp-clean": {"scenario": "mlp-clean"},
-        "mlp-a": {"scenario": "mlp-a", "defaults": [{"override /bug": "a"}]},
-        "mlp-b": {"scenario": "mlp-b", "defaults": [{"override /bug": "b"}],
-                  "excluded": "flaky on CPU"},
-        "mlp-gpu": {"scenario": "mlp-gpu", "defaults": [{"override /bug": "gpu"}]},
-        "mlp-boom": {"scenario": "mlp-boom", "defaults": [{"override /bug": "boom"}]},
-    }
-    fake = {"a": bugs.Bug("a", "a", "loss", bugs.Symptom("m", "higher", ""), "", "", ""),
-            "gpu": bugs.Bug("gpu", "g", "precision", bugs.Symptom("m", "higher", ""), "", "",
-                            "", requires=("cuda",)),
-            "boom": bugs.Bug("boom", "b", "loop", bugs.Symptom("crashed", "event", ""), "",
+    folder = tmp_path / "scenarios"
+    folder.mkdir()
+    for sid, bug, extra in [("mlp-clean", None, ""), ("mlp-a", "a", ""),
+                            ("mlp-b", "b", "excluded: flaky on CPU\n"), ("mlp-gpu", "gpu", ""),
+                            ("mlp-boom", "boom", "")]:
+        defaults = "  - override /model: mlp\n" + (f"  - override /bug: {bug}\n" if bug else "")
+        (folder / f"{sid}.yaml").write_text(f"scenario: {sid}\ndefaults:\n{defaults}{extra}")
+    fake = {"a": bugs.Bug("a", "a", "loss", "", bugs.SymptomCheck("m", "higher"), "", "", ""),
+            "b": bugs.Bug("b", "b", "loss", "", bugs.SymptomCheck("m", "higher"), "", "", ""),
+            "gpu": bugs.Bug("gpu", "g", "precision", "", bugs.SymptomCheck("m", "higher"), "",
+                            "", "", requires=("cuda",)),
+            "boom": bugs.Bug("boom", "b", "loop", "", bugs.SymptomCheck("crashed", "event"), "",
                              "", "", loud=True)}
-    monkeypatch.setattr(config, "scenarios", lambda: nodes)
-    monkeypatch.setattr(bugs, "get_bug", fake.__getitem__)
-    assert bench.scenario_plan(None, cuda=False) == {"mlp-clean": False, "mlp-a": False,
-                                                     "mlp-boom": True}
-    assert "mlp-gpu" in bench.scenario_plan(None, cuda=True)
-    assert bench.scenario_plan(["*-a"], cuda=False) == {"mlp-a": False}
-    assert list(bench.scenario_plan(None, quick=True, cuda=False)) == ["mlp-clean", "mlp-a"]
-    with pytest.raises(bench.UsageError, match="no scenario matches"):
-        bench.scenario_plan(["zzz*"], cuda=False)
+    monkeypatch.setattr(registry, "SCENARIO_DIR", folder)
+    for module in (bugs, registry, sweep):
+        monkeypatch.setattr(module, "get_bug", fake.__getitem__)
+    registry.registry.cache_clear()
+    yield folder
+    registry.registry.cache_clear()
+
+
+def test_select_scenarios_skips_excluded_and_cuda_and_isolates_loud(fake_scenarios):
+    def ids(scenarios):
+        return [s.id for s in scenarios]
+
+    chosen = sweep.select_scenarios(None, device="cpu")
+    assert ids(chosen) == ["mlp-a", "mlp-boom", "mlp-clean"]
+    assert {s.id: s.isolate for s in chosen} == {"mlp-a": False, "mlp-boom": True,
+                                                  "mlp-clean": False}
+    assert {s.id: s.control for s in chosen} == {"mlp-a": "mlp-clean", "mlp-boom": "mlp-clean",
+                                                  "mlp-clean": None}
+    assert "mlp-gpu" in ids(sweep.select_scenarios(None, device="cuda"))
+    assert ids(sweep.select_scenarios(["*-a"], device="cpu")) == ["mlp-a"]
+    assert ids(sweep.select_scenarios(None, quick=True, device="cpu")) == ["mlp-a", "mlp-clean"]
+    with pytest.raises(UsageError, match="no scenario matches 'zzz\\*'"):
+        sweep.select_scenarios(["zzz*"], device="cpu")
+    with pytest.raises(UsageError, match="did you mean 'mlp-a'"):
+        sweep.select_scenarios(["mlp-aa"], device="cpu")
 
 
 def _complete(out):

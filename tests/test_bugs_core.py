@@ -7,7 +7,7 @@ import torch
 
 from bugzoo.config import compose_run
 from bugzoo.harness.runner import execute
-from bugzoo.symptoms import check_symptom, scenario_overrides
+from bugzoo.judge.validity import check_manifests
 from bugzoo.telemetry import TIMING_COLUMNS
 from bugzoo.train import Trainer
 
@@ -38,13 +38,13 @@ def all_worse(result) -> bool:
 
 @pytest.mark.parametrize(("bug", "model", "extra"), CASES, ids=[f"{m}-{b}" for b, m, _ in CASES])
 def test_symptom_separates(bug, model, extra):
-    result = check_symptom(scenario_overrides(f"{model}-{bug}"), SEEDS, extra)
+    result = check_manifests(f"{model}-{bug}", SEEDS, extra)
     assert all_worse(result), (result.metric, result.buggy, result.clean)
 
 
 def test_fp16_no_scaler_underflows_more_gradients():
     """Without loss scaling, more fp16 gradient entries flush to exactly zero (every seed)."""
-    result = check_symptom(scenario_overrides("mlp-fp16_no_scaler"), SEEDS,
+    result = check_manifests("mlp-fp16_no_scaler", SEEDS,
                            ["harness.steps=300", "harness.eval_interval=300"])
     assert result.metric == "mean_zero_grad_frac"
     assert all_worse(result), (result.buggy, result.clean)

@@ -7,7 +7,7 @@ import pytest
 from bugzoo.bugs import get_bug
 from bugzoo.config import compose_run
 from bugzoo.errors import UsageError
-from bugzoo.symptoms import check_symptom
+from bugzoo.judge.validity import check_manifests
 
 SHORT = ["harness.steps=80", "harness.eval_interval=40"]
 
@@ -18,13 +18,13 @@ SHORT = ["harness.steps=80", "harness.eval_interval=40"]
     "mlp-dataloader_bottleneck",
 ])
 def test_mlp_symptom(scenario):
-    result = check_symptom([f"scenario={scenario}"], [0, 1], SHORT)
+    result = check_manifests(scenario, [0, 1], SHORT)
     assert result.separates(), result
 
 
 @pytest.mark.parametrize("scenario", ["lstm-silent_broadcast", "lstm-padding_not_ignored"])
 def test_sequence_symptom(scenario):
-    result = check_symptom([f"scenario={scenario}"], [0, 1],
+    result = check_manifests(scenario, [0, 1],
                            ["harness.steps=60", "harness.eval_interval=60"])
     assert result.separates(), result
 
@@ -34,7 +34,7 @@ def test_sequence_symptom(scenario):
 def test_symptom_after_the_model_has_learned(scenario, steps):
     """Bugs whose symptom is a lower accuracy than a clean model's: visible only once the
     clean model is past its first plateau (at 60-80 steps the two still overlap)."""
-    result = check_symptom([f"scenario={scenario}"], [0, 1],
+    result = check_manifests(scenario, [0, 1],
                            [f"harness.steps={steps}", f"harness.eval_interval={steps // 2}"])
     assert result.separates(), result
 
@@ -51,13 +51,13 @@ def test_truncated_sequences_cut_training_and_validation_not_holdout():
 
 
 def test_eval_on_train_inflates_validation():
-    result = check_symptom(["scenario=mlp-eval_on_train"], [0, 1, 2],
+    result = check_manifests("mlp-eval_on_train", [0, 1, 2],
                            ["harness.steps=150", "harness.eval_interval=150"])
     assert result.separates(), result
 
 
 def test_nondeterministic_seed_traces_differ_clean_ones_do_not():
-    result = check_symptom(["scenario=mlp-nondeterministic_seed"], [0, 1],
+    result = check_manifests("mlp-nondeterministic_seed", [0, 1],
                            ["harness.steps=10", "harness.eval_interval=10"])
     assert result.buggy == [True, True] and result.clean == [False, False]
 

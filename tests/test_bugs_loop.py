@@ -6,10 +6,11 @@ import pandas as pd
 import pytest
 
 from bugzoo.bugs import get_bug
-from bugzoo.config import compose_run, scenarios
+from bugzoo.config import compose_run
+from bugzoo.harness.record import trace_digest
 from bugzoo.harness.runner import execute
-from bugzoo.summary import trace_digest
-from bugzoo.symptoms import check_symptom
+from bugzoo.judge.validity import check_manifests
+from bugzoo.scenarios import list_scenarios
 from bugzoo.telemetry import TIMING_COLUMNS
 
 LOOP_BUGS = ("train_mode_not_restored", "eval_in_train_mode", "scheduler_per_microbatch",
@@ -50,14 +51,13 @@ def test_bug_has_config_and_scenarios(bug_id):
     for model in bug.models:
         cfg = compose_run([f"scenario={model}-{bug_id}"])
         assert cfg.bug.id == bug_id and cfg.model.name == model
-    assert not {s for s in scenarios() if s.endswith(f"-{bug_id}")} - {
-        f"{m}-{bug_id}" for m in bug.models}
+    assert {s.model for s in list_scenarios() if s.bug == bug_id} == set(bug.models)
 
 
 @pytest.mark.parametrize("bug_id", LOOP_BUGS)
 def test_symptom_shows(bug_id):
     seeds, extra = SHORT[bug_id]
-    result = check_symptom([f"scenario=mlp-{bug_id}"], seeds, extra)
+    result = check_manifests(f"mlp-{bug_id}", seeds, extra)
     assert worse(result.direction, result.buggy, result.clean), (result.buggy, result.clean)
 
 

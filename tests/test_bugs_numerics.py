@@ -7,7 +7,7 @@ import pytest
 
 from bugzoo.config import compose_run
 from bugzoo.harness.runner import execute
-from bugzoo.symptoms import check_symptom
+from bugzoo.judge.validity import check_manifests
 from bugzoo.telemetry import TIMING_COLUMNS
 
 
@@ -20,7 +20,7 @@ from bugzoo.telemetry import TIMING_COLUMNS
     ("transformer-sqrt_at_zero", ["harness.steps=3", "harness.eval_interval=3"]),
 ])
 def test_symptom(scenario, settings):
-    result = check_symptom([f"scenario={scenario}"], [0, 2], settings)
+    result = check_manifests(scenario, [0, 2], settings)
     assert result.separates(), result
 
 

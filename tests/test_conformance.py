@@ -7,10 +7,10 @@ import gc
 import pytest
 import torch
 
-from bugzoo import conformance
 from bugzoo.cli import main as cli_main
-from bugzoo.conformance import ConformanceError, check_detector, detector_factory
-from bugzoo.detector import Alarm, Detector
+from bugzoo.detector import Alarm, Detector, shipped_detectors, unavailable
+from bugzoo.judge import conformance
+from bugzoo.judge.conformance import ConformanceError, check_detector, detector_factory
 
 
 class LrTweaker(Detector):
@@ -122,6 +122,20 @@ def test_cli_reports_failure_with_exit_1(monkeypatch, capsys):
     assert "FAIL check_non_invasive" in err and "does not conform" in err
 
 
-@conformance.parametrize_with_checks(["nonfinite"])
-def test_parametrize_with_checks(detector, check):
+SHIPPED = [d for d in shipped_detectors() if unavailable(d) is None]
+
+
+@conformance.parametrize_with_checks(SHIPPED)
+def test_every_shipped_detector_conforms(detector, check):
     check(detector)
+
+
+@conformance.parametrize_with_checks([Malformed], expected_failed_checks={
+    "check_alarms_well_formed": "its alarms use a made-up category"})
+def test_expected_failures_are_strict_xfails(detector, check):
+    check(detector)
+
+
+def test_expected_failed_checks_must_name_real_checks():
+    with pytest.raises(ValueError, match="unknown checks"):
+        conformance.parametrize_with_checks([Malformed], {"check_nonsense": "no such check"})

@@ -19,9 +19,9 @@ from torch import nn
 
 from bugzoo.data import BatchLoader
 from bugzoo.detector import load_detector
+from bugzoo.harness.record import trace_digest
 from bugzoo.harness.runner import execute
 from bugzoo.models.transformer import SelfAttention
-from bugzoo.summary import trace_digest
 from bugzoo.train import Trainer
 
 SUITE = ["isfinite_hooks", "nan_hooks", "grad_vanishing", "loss_forensics", "initial_loss",
@@ -193,14 +193,14 @@ def test_large_init_caught_by_initial_loss(monkeypatch):
 
 
 def test_param_audit_sees_head_missing_from_optimizer_and_frozen_layer(monkeypatch):
-    original = Trainer.build_loaders
+    original = Trainer.build_train_loader
 
-    def build_loaders(self):  # runs after build_optimizer
+    def build_train_loader(self):  # runs after build_optimizer
         self.model.head = nn.Linear(self.model.head.in_features, self.model.head.out_features)
         self.model.backbone[0].weight.requires_grad_(False)
         return original(self)
 
-    monkeypatch.setattr(Trainer, "build_loaders", build_loaders)
+    monkeypatch.setattr(Trainer, "build_train_loader", build_train_loader)
     result = run("scenario=mlp-clean", detectors=["param_audit"], steps=12)
     found = alarms_of(result, "param_audit").set_index("symptom")
     assert {"param_not_in_optimizer", "frozen_param"} <= set(found.index)
@@ -251,14 +251,13 @@ def test_mode_check_sees_both_mode_mistakes(monkeypatch):
 
 
 def test_data_checks_see_leakage_and_sorted_unshuffled_batches(monkeypatch):
-    def build_loaders(self):
+    def build_train_loader(self):
         order = torch.argsort(self.data.train.y, stable=True)
         train = self.data.train.subset(order)
         self.data = self.data.with_splits(val=train.subset(torch.arange(200)))
-        return (BatchLoader(train, 32, shuffle=False, drop_last=True),
-                BatchLoader(self.data.val, 500, shuffle=False))
+        return BatchLoader(train, 32, shuffle=False, drop_last=True)
 
-    monkeypatch.setattr(Trainer, "build_loaders", build_loaders)
+    monkeypatch.setattr(Trainer, "build_train_loader", build_train_loader)
     result = run("scenario=mlp-clean", detectors=["data_checks"], steps=5)
     assert {"train_val_overlap", "single_class_batches"} <= symptoms(result, "data_checks")
     assert set(alarms_of(result, "data_checks")["category"]) == {"data"}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bugzoo.cli import main
-from bugzoo.exercises import nan_hunt
+from bugzoo.teach.exercises import nan_hunt
 
 
 def test_overfit_batch_passes_clean_and_fails_broken(capsys):

@@ -12,7 +12,7 @@ import pytest
 
 from bugzoo.bugs import get_bug
 from bugzoo.cli import main
-from bugzoo.export import export, render, supported
+from bugzoo.teach.export import export, render, supported
 
 # diverse: loss, loop, data, optim; each pair runs in a few seconds on one core
 RUN = ("mlp-double_softmax", "mlp-missing_zero_grad", "mlp-labels_misaligned", "mlp-lr_too_high")
@@ -44,10 +44,10 @@ def test_exported_pair_shows_the_symptom(scenario, tmp_path):
     with ThreadPoolExecutor(2) as pool:
         (metric, b), (metric_fixed, f) = pool.map(symptom, (buggy, fixed))
     bug = get_bug(scenario.split("-", 1)[1])
-    assert metric == metric_fixed == bug.symptom.metric
-    if bug.symptom.direction == "lower":
+    assert metric == metric_fixed == bug.check.metric
+    if bug.check.direction == "lower":
         assert b < f
-    elif bug.symptom.direction == "higher":
+    elif bug.check.direction == "higher":
         assert b > f
     else:
         assert (b, f) == (1, 0)

@@ -13,8 +13,8 @@ from conftest import quick_cfg
 from bugzoo.cli import main
 from bugzoo.data import load_dataset
 from bugzoo.harness.runner import execute
+from bugzoo.judge.overfit import overfit_single_batch
 from bugzoo.models import MODELS
-from bugzoo.smoke import overfit_single_batch
 from bugzoo.train import Trainer
 
 

@@ -16,12 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bugzoo import config
-from bugzoo.bugs import ALL_MODELS, all_bugs
+from bugzoo import scenarios as scenario_registry
+from bugzoo.bugs import ALL_MODELS, list_bugs
 from bugzoo.cli import main
-from bugzoo.config import compose_run, group_choices, scenarios
+from bugzoo.config import compose_run, group_choices
 from bugzoo.harness import store
 from bugzoo.harness.runner import execute
+from bugzoo.paths import CONF_DIR, SCENARIO_DIR
 
 EXAMPLES = 12  # per property (fewer where noted), as README (Reliability) quotes it
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
@@ -65,7 +66,7 @@ def unharmed(stored: tuple[Path, str]) -> None:
 @FUZZ
 @given(group=st.sampled_from(["model", "bug", "scenario", "data", "optim"]), value=NAME)
 def test_unknown_ids(stored, group, value):
-    valid = group_choices(group) if group != "scenario" else sorted(scenarios())
+    valid = group_choices(group) if group != "scenario" else sorted(scenario_registry.registry())
     if value in valid:
         return
     line = fails(["run", f"{group}={value}", f"harness.out_dir={stored[0]}"])
@@ -128,7 +129,7 @@ def test_bad_override_syntax_and_keys(stored, key, junk):
     unharmed(stored)
 
 
-PAIRS = sorted((b.id, m) for b in all_bugs() for m in ALL_MODELS if m not in b.models)
+PAIRS = sorted((b.id, m) for b in list_bugs() for m in ALL_MODELS if m not in b.models)
 
 
 @FUZZ
@@ -161,11 +162,11 @@ def test_missing_or_unwritable_results_folder(stored, sub, verb, tmp_path):
 def scenario_copy(tmp_path, monkeypatch):
     """A private copy of scenarios/ that this process composes from."""
     folder = tmp_path / "scenarios"
-    shutil.copytree(config.SCENARIO_DIR, folder)
-    monkeypatch.setattr(config, "SCENARIO_DIR", folder)
-    scenarios.cache_clear()
+    shutil.copytree(SCENARIO_DIR, folder)
+    monkeypatch.setattr(scenario_registry, "SCENARIO_DIR", folder)
+    scenario_registry.registry.cache_clear()
     yield folder
-    scenarios.cache_clear()
+    scenario_registry.registry.cache_clear()
 
 
 @FUZZ
@@ -176,10 +177,10 @@ def test_malformed_scenario_yaml(stored, scenario_copy, text):
     """(``bugzoo run`` reads scenarios the same way: see the console-script test.)"""
     bad = scenario_copy / "mlp-fuzzed.yaml"
     bad.write_text(text)
-    scenarios.cache_clear()
+    scenario_registry.registry.cache_clear()
     assert f"malformed scenario file {bad}" in fails(["list", "scenarios"])
     bad.unlink()
-    scenarios.cache_clear()
+    scenario_registry.registry.cache_clear()
     unharmed(stored)
 
 
@@ -192,8 +193,8 @@ def _script(*argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
 
 def test_console_script_bad_input(stored, tmp_path):
     root = tmp_path / "root"  # a private BUGZOO_ROOT with a malformed scenario
-    shutil.copytree(config.CONF_DIR, root / "conf")
-    shutil.copytree(config.SCENARIO_DIR, root / "scenarios")
+    shutil.copytree(CONF_DIR, root / "conf")
+    shutil.copytree(SCENARIO_DIR, root / "scenarios")
     (root / "scenarios" / "mlp-broken.yaml").write_text("scenario: mlp-broken\n  x: : y\n")
     env = {**faults.env_with(tmp_path), "BUGZOO_ROOT": str(root)}
     cases = [

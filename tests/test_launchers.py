@@ -16,7 +16,7 @@ from hydra.core.global_hydra import GlobalHydra
 from bugzoo.config import CONF_DIR, compose_run
 from bugzoo.detector import detector_names
 from bugzoo.harness import store
-from bugzoo.scoring import score_sweep
+from bugzoo.judge.scoring import score_sweep
 
 SCENARIOS = ["mlp-clean", "mlp-lr_too_high"]  # quiet, false alarms and hits within 20 steps
 DETECTORS = ["nonfinite", "loss_plateau", "grad_explosion"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from bugzoo import perf
 from bugzoo.cli import main
+from bugzoo.judge import perf
 
 
 @pytest.fixture

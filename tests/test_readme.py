@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bugzoo.catalogue import bugs_table
-from bugzoo.tables import markdown
+from bugzoo.judge.tables import markdown
+from bugzoo.teach.catalogue import bugs_table
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()

@@ -1,13 +1,18 @@
-"""The catalogue on the command line: ``bugzoo list`` and ``bugzoo show``, and bad ids."""
+"""The catalogue: `bugzoo list` and `bugzoo show`, bad ids, and rules every bug, scenario and
+detector of the registry meets."""
 
 from __future__ import annotations
 
 import pytest
+import yaml
+from omegaconf import OmegaConf
 
-from bugzoo.bugs import bug_ids, get_bug
+from bugzoo.bugs import bug_ids, get_bug, list_bugs
 from bugzoo.cli import main
-from bugzoo.config import scenarios
+from bugzoo.config import compose_run
 from bugzoo.models import MODELS
+from bugzoo.paths import CONF_DIR
+from bugzoo.scenarios import list_scenarios, registry, settings_key
 
 CORE = ("double_softmax", "missing_zero_grad", "fp16_no_scaler", "mask_after_softmax",
         "frozen_layers", "frozen_from_start", "leakage_norm_stats", "leakage_val_in_train")
@@ -24,7 +29,7 @@ def test_core_bugs_registered_with_scenarios():
     for bug_id in CORE:
         assert bug_id in ids
         for model in get_bug(bug_id).models:
-            assert f"{model}-{bug_id}" in scenarios(), (model, bug_id)
+            assert f"{model}-{bug_id}" in registry(), (model, bug_id)
 
 
 def test_list_bugs(capsys):
@@ -72,3 +77,57 @@ def test_bug_not_applicable_names_models(capsys):
     assert "does not apply to model 'lstm'" in err and "transformer" in err
     code, _, err = run(capsys, "run", "model=transformer", "bug=leakage_norm_stats")
     assert code == 2 and "mlp, resnet" in err
+
+
+# ------------------------------------------------------------------ the whole registry
+# Every bug, scenario and detector meets the same rules, as scikit-learn checks every
+# estimator and Gymnasium every environment.
+BUGS = list_bugs()
+SUMMARY_METRICS = {"crashed", "hung", "holdout_loss", "holdout_acc", "val_holdout_gap",
+                   "rank_param_divergence"}
+
+
+@pytest.fixture(scope="module")
+def summary_fields() -> set[str]:
+    from bugzoo.harness.runner import execute
+
+    cfg = compose_run(["scenario=mlp-clean", "harness.steps=3", "harness.eval_interval=3"])
+    return set(execute(cfg).summary) | SUMMARY_METRICS
+
+
+@pytest.mark.parametrize("bug", BUGS, ids=[b.id for b in BUGS])
+def test_every_bug_has_a_card_a_config_and_a_scenario_per_model(bug, summary_fields):
+    for name in ("title", "symptom", "explanation", "buggy", "fixed", "onset"):
+        assert str(getattr(bug, name)).strip(), f"{bug.id}: empty {name}"
+    assert bug.check.metric in summary_fields, f"{bug.id}: unknown metric {bug.check.metric}"
+    assert bug.check.direction in ("lower", "higher", "event", "varies")
+    conf = yaml.safe_load((CONF_DIR / "bug" / f"{bug.id}.yaml").read_text())
+    assert conf["id"] == bug.id and "onset" in conf and isinstance(conf["params"], dict)
+    for model in bug.models:  # a scenario (an excluded one carries its reason)
+        assert [s for s in list_scenarios() if s.bug == bug.id and s.model == model], (
+            f"{bug.id} lists {model} but no scenario plants it there")
+
+
+BUGGY = [s for s in list_scenarios() if not s.clean]
+
+
+@pytest.mark.parametrize("scenario", BUGGY, ids=[s.id for s in BUGGY])
+def test_every_buggy_scenario_has_a_matched_control(scenario):
+    """The control composes to the buggy scenario's exact settings, without the bug."""
+    assert scenario.control, f"{scenario.id}: no clean scenario has its settings"
+
+    def settings(*overrides: str) -> dict:  # on a CUDA device, so CUDA-only bugs compose
+        cfg = OmegaConf.to_container(compose_run([*overrides, "harness.device=cuda"]),
+                                     resolve=True)
+        return {k: v for k, v in cfg.items() if k not in ("scenario", "bug", "description",
+                                                           "excluded")}
+
+    assert settings(f"scenario={scenario.id}") == settings(f"scenario={scenario.control}")
+
+
+def test_no_two_clean_scenarios_share_their_settings():
+    seen: dict = {}
+    for s in list_scenarios():
+        if s.clean:
+            assert settings_key(s) not in seen, f"{s.id} repeats {seen.get(settings_key(s))}"
+            seen[settings_key(s)] = s.id

@@ -20,10 +20,11 @@ import pandas as pd
 import pytest
 
 from bugzoo.config import compose_run
-from bugzoo.harness import bench, store
+from bugzoo.harness import store
 from bugzoo.harness.pool import RunTask, run_task, run_tasks
 from bugzoo.harness.runner import execute
-from bugzoo.scoring import score_sweep
+from bugzoo.harness.sweep import sweep
+from bugzoo.judge.scoring import score_sweep
 from bugzoo.telemetry import TIMING_COLUMNS
 
 SHORT = ("harness.steps=20", "harness.eval_interval=10")
@@ -76,7 +77,7 @@ def test_fault_injected_sweep_completes_and_isolates_each_fault(plugins, tmp_pat
     ]
     before = {pid for pid, _ in faults.descendants()}
     t0 = time.monotonic()
-    counts = bench.sweep(tasks, workers=2, progress=False)
+    counts = sweep(tasks, workers=2, progress=False)
     assert time.monotonic() - t0 < 240  # no run waited out more than its own timeout
     assert sum(counts.values()) == len(tasks)
     assert counts == {"completed": 3, "crashed": 2, "hang": 1}

@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bugzoo.bugs import all_bugs
+from bugzoo.bugs import list_bugs
 from bugzoo.cli import main
 from bugzoo.harness import store
-from bugzoo.report import build
+from bugzoo.teach.report import build
 
 CHROMIUM, DRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -44,7 +44,7 @@ def results(tmp_path) -> Path:
 def test_pages_hold_the_catalogue(results):
     index = build(results, results / "report", results / "runs" / "bench")
     text = index.read_text()
-    bugs = all_bugs()
+    bugs = list_bugs()
     assert text.count("class=bug ") == len(bugs) and text.count("class=card ") == len(bugs)
     assert "http://" not in text and "https://" not in text  # no CDN, no network
     assert "<h2>Leaderboard</h2>" in text and "loss_plateau" in text
@@ -85,18 +85,18 @@ def test_browser_filters_and_reveal(results, tmp_path):
         visible = lambda sel: [e for e in driver.find_elements(By.CSS_SELECTOR, sel)  # noqa: E731
                                if e.is_displayed()]
         everything = len(visible("#catalogue .bug"))
-        assert everything == len(all_bugs())
+        assert everything == len(list_bugs())
         assert driver.find_element(By.ID, "count").text == str(everything)
 
         Select(driver.find_element(By.ID, "category")).select_by_visible_text("data")
         data = visible("#catalogue .bug")
-        assert len(data) == sum(b.category == "data" for b in all_bugs()) < everything
+        assert len(data) == sum(b.category == "data" for b in list_bugs()) < everything
         assert {e.get_attribute("data-category") for e in data} == {"data"}
         # the lstm runs only some of the data bugs, so the second filter must hide some
         Select(driver.find_element(By.ID, "model")).select_by_visible_text("lstm")
         both = visible("#catalogue .bug")
         assert len(both) == sum(b.category == "data" and "lstm" in b.models
-                                for b in all_bugs()) < len(data)
+                                for b in list_bugs()) < len(data)
         assert all("lstm" in e.get_attribute("data-models").split() for e in both)
         Select(driver.find_element(By.ID, "category")).select_by_index(0)
         Select(driver.find_element(By.ID, "model")).select_by_index(0)
@@ -108,7 +108,7 @@ def test_browser_filters_and_reveal(results, tmp_path):
         answer = card.find_element(By.CSS_SELECTOR, ".answer")
         assert not answer.is_displayed()
         card.find_element(By.CSS_SELECTOR, "button.reveal").click()
-        assert answer.is_displayed() and all_bugs()[0].id in answer.text
+        assert answer.is_displayed() and list_bugs()[0].id in answer.text
         driver.save_screenshot(str(tmp_path / "screenshot.png"))
         assert (tmp_path / "screenshot.png").stat().st_size > 1000
 
@@ -123,9 +123,9 @@ def test_browser_filters_and_reveal(results, tmp_path):
 
 def test_cards_do_not_give_the_answer_away():
     """A card shows the BUGGY code without its comments ("# no zero_grad()" names the bug)."""
-    from bugzoo.report import index_page
+    from bugzoo.teach.report import index_page
 
-    bugs = all_bugs()
+    bugs = list_bugs()
     assert sum("#" in b.buggy for b in bugs) > 10  # the comments this test is about
     html = index_page(bugs, "")
     for b in bugs:
@@ -137,7 +137,7 @@ def test_cards_do_not_give_the_answer_away():
 
 def test_bug_pages_fall_back_to_the_published_per_bug_table(results):
     """Without a local sweep (a fresh clone), pages use results/leaderboard_bugs.csv."""
-    from bugzoo.scoring import bug_board, outcomes
+    from bugzoo.judge.scoring import bug_board, outcomes
 
     bug_board(outcomes(results / "runs" / "bench")).to_csv(results / "leaderboard_bugs.csv",
                                                            index=False)

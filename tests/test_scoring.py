@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from bugzoo import scoring
 from bugzoo.harness import store
+from bugzoo.judge import scoring
 
 DETECTORS = ("a", "b")
 

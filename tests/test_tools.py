@@ -6,12 +6,12 @@ import importlib.util
 import shutil
 
 import pytest
+from bugzoo_detectors.cockpit_adapter import Cockpit
 
 from bugzoo.config import compose_run
 from bugzoo.detector import default_detectors, detector_names, unavailable
 from bugzoo.harness.runner import execute
 from bugzoo.telemetry import TIMING_COLUMNS
-from detectors.cockpit_adapter import Cockpit
 
 HAS_COCKPIT = Cockpit.available() is None
 HAS_TRAINCHECK = importlib.util.find_spec("traincheck") is not None and all(
@@ -27,13 +27,19 @@ def test_adapters_import_and_register_without_their_tools():
 
 
 def test_default_suite_skips_missing_tools_and_costly_adapters(monkeypatch, caplog):
+    from bugzoo_detectors.nonfinite import NonFiniteSentinel
+
     caplog.set_level("INFO")
     assert "cockpit" not in default_detectors()  # costly: only when named
     assert "anomaly" not in default_detectors()
     assert "nonfinite" in default_detectors()
+    # a tool that runs only when named is not missed when it is missing
     monkeypatch.setattr(Cockpit, "available", staticmethod(lambda: "cockpit not installed"))
-    assert "cockpit" not in default_detectors()
-    assert "skipping detector cockpit: cockpit not installed" in caplog.text
+    assert "cockpit" not in default_detectors() and "cockpit" not in caplog.text
+    # a member of the default suite that cannot run here is left out with its reason
+    monkeypatch.setattr(NonFiniteSentinel, "available", staticmethod(lambda: "no sentinel"))
+    assert "nonfinite" not in default_detectors()
+    assert "skipping detector nonfinite: no sentinel" in caplog.text
 
 
 def test_cockpit_setup_names_the_extra_when_missing(monkeypatch):
@@ -70,7 +76,7 @@ def test_cockpit_flags_missing_zero_grad_not_clean_and_leaves_the_run_unchanged(
 
 @pytest.mark.skipif(not HAS_TRAINCHECK, reason="TrainCheck not installed (extra: tools)")
 def test_traincheck_offline_flags_missing_zero_grad_beyond_the_clean_control(tmp_path):
-    from detectors.traincheck_adapter import run_offline
+    from bugzoo_detectors.traincheck_adapter import run_offline
 
     table = run_offline(["mlp-missing_zero_grad"], tmp_path, steps=8, train_seeds=(0,))
     buggy = table.set_index("scenario").loc["mlp-missing_zero_grad"]

@@ -8,10 +8,8 @@ import pandas as pd
 import pytest
 
 from bugzoo.cli import main
-from bugzoo.config import scenarios
-from bugzoo.harness.bench import scenario_bug, scenario_plan
-from bugzoo.symptoms import compare
-from bugzoo.validity import ALPHA
+from bugzoo.harness.sweep import select_scenarios
+from bugzoo.judge.validity import ALPHA, compare
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,7 +49,7 @@ def test_quick_validation_end_to_end(tmp_path):
 def test_committed_validity_covers_every_default_scenario():
     """Every scenario of the default sweep was validated and manifests; none regressed."""
     table = pd.read_csv(ROOT / "results" / "validity.csv").set_index("scenario")
-    buggy = [s for s in scenario_plan(None, cuda=False) if scenario_bug(scenarios()[s])]
+    buggy = [s.id for s in select_scenarios(None, device="cpu") if not s.clean]
     missing = sorted(set(buggy) - set(table.index))
     assert not missing, f"not validated yet (run bugzoo validate): {missing}"
     invalid = sorted(s for s in buggy if not table.loc[s, "valid"])

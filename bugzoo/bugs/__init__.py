@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from bugzoo.bugs.base import ALL_MODELS, CATEGORIES, Bug, Symptom, patch_method
+from bugzoo.bugs.base import ALL_MODELS, CATEGORIES, Bug, SymptomCheck, patch_method
 from bugzoo.errors import UsageError, unknown_choice
 
 RETIRED: dict[str, str] = {}  # bug id -> reason it left the catalogue
@@ -34,7 +34,8 @@ def get_bug(bug_id: str) -> Bug:
     return bug
 
 
-def all_bugs() -> list[Bug]:
+def list_bugs() -> list[Bug]:
+    """Every bug in the catalogue, sorted by id."""
     return [get_bug(b) for b in bug_ids()]
 
 
@@ -45,5 +46,5 @@ def check_applies(bug: Bug, model: str) -> None:
                          f"(it applies to: {', '.join(bug.models)})")
 
 
-__all__ = ["ALL_MODELS", "CATEGORIES", "RETIRED", "Bug", "Symptom", "all_bugs", "bug_ids",
-           "check_applies", "get_bug", "patch_method"]
+__all__ = ["ALL_MODELS", "CATEGORIES", "RETIRED", "Bug", "SymptomCheck", "bug_ids",
+           "check_applies", "get_bug", "list_bugs", "patch_method"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 
 
 class AdamEpsFp16(Bug):
@@ -30,9 +30,9 @@ BUG = AdamEpsFp16(
     id="adam_eps_fp16",
     title="Adam eps=1e-8 with fp16 parameters",
     category="precision",
-    symptom=Symptom("nonfinite", "event",
-                    "within the first steps some weights become inf or NaN: Adam's update "
-                    "divides by sqrt(v) + eps with both terms 0 in fp16"),
+    symptom=("within the first steps some weights become inf or NaN: Adam's update divides by "
+             "sqrt(v) + eps with both terms 0 in fp16"),
+    check=SymptomCheck("nonfinite", "event"),
     explanation=("In float16, 1e-8 rounds to 0 and squared gradients below about 2.4e-4 "
                  "underflow to 0 in exp_avg_sq. Adam's step m / (sqrt(v) + eps) becomes m / 0: "
                  "inf for a small non-zero gradient, NaN (0 / 0) for a zero one (a dead ReLU "

@@ -7,7 +7,7 @@ from dataclasses import replace
 import torch
 from torch import Tensor
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 
 
 def random_augment(x: Tensor, g: torch.Generator, shift: int, noise: float) -> Tensor:
@@ -39,9 +39,9 @@ BUG = AugmentationOnVal(
     id="augmentation_on_val",
     title="Random augmentation applied to validation data",
     category="eval",
-    symptom=Symptom("final_val_acc", "lower",
-                    "validation accuracy is lower and noisier than accuracy on clean holdout "
-                    "data; it changes between evaluations of the same weights"),
+    symptom=("validation accuracy is lower and noisier than accuracy on clean holdout data; it "
+             "changes between evaluations of the same weights"),
+    check=SymptomCheck("final_val_acc", "lower"),
     explanation=("Validation should measure the model on the data distribution it will meet. "
                  "Reusing the training transform (random flips, shifts, noise) for validation "
                  "evaluates on randomly distorted inputs: the metric is pessimistic, "

@@ -29,29 +29,33 @@ ALL_MODELS = ("mlp", "lstm", "transformer", "resnet")
 
 
 @dataclass(frozen=True)
-class Symptom:
-    """How a bug's effect is checked against clean runs of the same scenario settings.
+class SymptomCheck:
+    """How ``bugzoo validate`` proves a bug's symptom against clean runs of the same settings.
 
-    ``metric`` names a summary field (see ``bugzoo.summary``); ``direction`` says which way the
-    buggy runs move: ``"lower"`` / ``"higher"`` for metrics compared with Mann-Whitney U,
-    ``"event"`` for a boolean summary field compared with Fisher's exact test; ``"varies"``
-    runs each seed twice and tests (as an event) whether the metric differs between the two
-    runs, e.g. ``trace_digest`` for reproducibility.
+    ``metric`` names a summary field (see ``bugzoo.harness.record.summarize``); ``direction``
+    says which way the buggy runs move: ``"lower"`` / ``"higher"`` for metrics compared with
+    Mann-Whitney U, ``"event"`` for a boolean summary field compared with Fisher's exact test;
+    ``"varies"`` runs each seed twice and tests (as an event) whether the metric differs
+    between the two runs, e.g. ``trace_digest`` for reproducibility.
     """
 
     metric: str
     direction: str
-    description: str
 
 
 @dataclass(frozen=True)
 class Bug:
-    """A planted training bug: metadata plus the patch that plants it."""
+    """A planted training bug: metadata plus the patch that plants it.
+
+    ``symptom`` says in words what a practitioner observes (loss, accuracy, divergence, hang,
+    memory, time); ``check`` is how the benchmark proves that symptom over seeds.
+    """
 
     id: str
     title: str
     category: str
-    symptom: Symptom
+    symptom: str
+    check: SymptomCheck
     explanation: str
     buggy: str
     fixed: str
@@ -67,6 +71,10 @@ class Bug:
         unknown = set(self.models) - set(ALL_MODELS)
         if unknown:
             raise ValueError(f"bug {self.id}: unknown models {sorted(unknown)}")
+
+    @property
+    def needs_cuda(self) -> bool:
+        return "cuda" in self.requires
 
     @property
     def buggy_puzzle(self) -> str:

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import torch
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 
 
 class CorruptedInputs(Bug):
@@ -33,9 +33,9 @@ BUG = CorruptedInputs(
     id="corrupted_inputs",
     title="NaN rows in the input data",
     category="data",
-    symptom=Symptom("nonfinite", "event",
-                    "the loss turns NaN at the first batch holding a corrupt row, and the "
-                    "weights become NaN after the next optimizer step"),
+    symptom=("the loss turns NaN at the first batch holding a corrupt row, and the weights become "
+             "NaN after the next optimizer step"),
+    check=SymptomCheck("nonfinite", "event"),
     explanation=("A few input rows are NaN (missing values read as NaN, a failed parse, a "
                  "division by zero in preprocessing). One NaN input makes that sample's "
                  "activations, the batch loss and every gradient NaN; the optimizer then writes "

@@ -7,7 +7,7 @@ from dataclasses import replace
 import torch
 from torch import Tensor
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 
 
 class DataloaderBottleneck(Bug):
@@ -39,19 +39,17 @@ BUG = DataloaderBottleneck(
     id="dataloader_bottleneck",
     title="Per-sample parsing in the data loader (num_workers=0)",
     category="performance",
-    symptom=Symptom("data_time_frac", "higher",
-                    "same losses as the clean run, but each step waits for its batch: the "
-                    "fraction of step time spent loading data rises by 0.41 on the resnet and "
-                    "0.25 on the mlp, whose rows are wide, and by 0.06 on the sequence models, "
-                    "whose rows are a few dozen token ids (results/validity.md)"),
+    symptom=("same losses as the clean run, but each step waits for its batch: the share of step "
+             "time spent loading data rises, most for models whose rows are wide "
+             "(results/validity.md has how much, per model)"),
+    check=SymptomCheck("data_time_frac", "higher"),
     explanation=("Each sample is decoded from text in __getitem__, in Python, in the training "
-                 "process (num_workers=0). The accelerator idles while the CPU parses; the run "
-                 "is correct but slower. How much depends on the hardware: on a GPU the model "
-                 "step shrinks while the parsing stays on the CPU, so parsing should take "
-                 "most of each step (not measured: no GPU here); on a CPU-only machine the "
-                 "model step is CPU work too, and here the parsing takes about 45% of a "
-                 "resnet step. Preprocess once (or cache tensors), vectorise the transform, "
-                 "or use worker processes."),
+                 "process (num_workers=0). The accelerator idles while the CPU parses; the run is "
+                 "correct but slower. How much depends on the hardware: on a GPU the model step "
+                 "shrinks while the parsing stays on the CPU, so the parsing takes most of each "
+                 "step; on a CPU-only machine the model step is CPU work too, and the parsing takes"
+                 " a smaller share. Preprocess once (or cache tensors), vectorise the transform, or"
+                 " use worker processes."),
     buggy="""\
 class RowsDataset(Dataset):
     def __getitem__(self, i):

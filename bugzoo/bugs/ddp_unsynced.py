@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 
 
 class DdpUnsynced(Bug):
@@ -18,9 +18,9 @@ BUG = DdpUnsynced(
     id="ddp_unsynced",
     title="Ranks train unsynchronised copies (no DDP, per-rank seeds)",
     category="distributed",
-    symptom=Symptom("rank_param_divergence", "higher",
-                    "nothing fails and rank 0's curves look normal, but every rank trains its "
-                    "own model on its own shard: the ranks' parameters differ at the end"),
+    symptom=("nothing fails and rank 0's curves look normal, but every rank trains its own model on"
+             " its own shard: the ranks' parameters differ at the end"),
+    check=SymptomCheck("rank_param_divergence", "higher"),
     explanation=("Launching N processes does not make training data-parallel. Without "
                  "DistributedDataParallel (or an explicit all-reduce of the gradients) every "
                  "rank steps on the gradient of its own shard only; with per-rank seeds the "

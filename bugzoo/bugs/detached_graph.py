@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 
 
 def forward(self, *inputs):
@@ -20,9 +20,9 @@ BUG = DetachedGraph(
     id="detached_graph",
     title=".detach() in the forward pass",
     category="model",
-    symptom=Symptom("final_val_loss", "higher",
-                    "only the head learns, on the backbone's random initial features: the loss "
-                    "plateaus well above the clean run's; backbone parameters get no gradient"),
+    symptom=("only the head learns, on the backbone's random initial features: the loss plateaus "
+             "well above the clean run's; backbone parameters get no gradient"),
+    check=SymptomCheck("final_val_loss", "higher"),
     explanation=("tensor.detach() returns a tensor outside the autograd graph. Calling it on an "
                  "intermediate activation (often left over from logging or from feature "
                  "extraction code) stops backpropagation there: every layer before it gets no "

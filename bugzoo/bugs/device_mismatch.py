@@ -2,31 +2,26 @@
 
 from __future__ import annotations
 
-import time
-
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 from bugzoo.data import Batch
 
 
-def next_batch_on_cpu(self) -> Batch:
-    t0 = time.perf_counter()
-    batch = next(self.batches)  # The mistake: the .to(device) call is missing.
-    self.data_s += time.perf_counter() - t0
-    return batch
+def batch_left_on_cpu(self, batch: Batch) -> Batch:
+    return batch  # The mistake: the .to(device) call is missing.
 
 
 class DeviceMismatch(Bug):
     def before_build(self, trainer) -> None:
-        patch_method(trainer, "next_batch", next_batch_on_cpu)
+        patch_method(trainer, "to_device", batch_left_on_cpu,
+                     active=lambda: trainer.step >= trainer.onset)
 
 
 BUG = DeviceMismatch(
     id="device_mismatch",
     title="CPU batch fed to a CUDA model",
     category="loop",
-    symptom=Symptom("crashed", "event",
-                    "the first forward pass raises 'Expected all tensors to be on the same "
-                    "device'"),
+    symptom=("the first forward pass raises 'Expected all tensors to be on the same device'"),
+    check=SymptomCheck("crashed", "event"),
     explanation=("model.to('cuda') moves the parameters, not the data. A batch left on the CPU "
                  "reaches a CUDA module and PyTorch refuses to mix devices in one operation. "
                  "Loud, but common when code written on a CPU laptop first runs on a GPU."),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from bugzoo.bugs.base import Bug, Symptom
+from bugzoo.bugs.base import Bug, SymptomCheck
 
 
 class DoubleSoftmax(Bug):
@@ -18,9 +18,9 @@ BUG = DoubleSoftmax(
     id="double_softmax",
     title="Softmax before CrossEntropyLoss",
     category="loss",
-    symptom=Symptom("final_val_loss", "higher",
-                    "loss stays near log(C) and falls slowly: gradients are squashed through two "
-                    "softmaxes; validation loss ends far above the clean run's"),
+    symptom=("loss stays near log(C) and falls slowly: gradients are squashed through two "
+             "softmaxes; validation loss ends far above the clean run's"),
+    check=SymptomCheck("final_val_loss", "higher"),
     explanation=("nn.CrossEntropyLoss expects raw logits and applies log-softmax itself. Feeding "
                  "it probabilities computes log(softmax(softmax(z))): outputs confined to [0, 1] "
                  "make every class look nearly equally likely, so the loss cannot go much below "

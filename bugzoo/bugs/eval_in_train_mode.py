@@ -2,41 +2,28 @@
 
 from __future__ import annotations
 
-import torch
-from torch import nn
-
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 
 
-def evaluate(self) -> tuple[float, float]:
-    # The mistake: no self.model.eval(); dropout stays on and BatchNorm normalises with the
-    # validation batch's statistics (and folds them into its running averages).
-    total_loss, correct, count = 0.0, 0, 0
-    with torch.no_grad():
-        for batch in self.val_loader:
-            batch = batch.to(self.device)
-            with self.autocast():
-                logits = self.forward(batch)
-            total_loss += nn.functional.cross_entropy(
-                logits.float(), batch.y, reduction="sum").item()
-            correct += (logits.argmax(-1) == batch.y).sum().item()
-            count += len(batch.y)
-    self.model.train()
-    return total_loss / count, correct / count
+def enter_eval(self) -> None:
+    # The mistake: validation starts without self.model.eval(); dropout stays on and BatchNorm
+    # normalises with the validation batch's statistics (and folds them into its running
+    # averages). torch.no_grad() still applies, so nothing looks wrong.
+    pass
 
 
 class EvalInTrainMode(Bug):
     def before_build(self, trainer) -> None:
-        patch_method(trainer, "evaluate", evaluate)
+        patch_method(trainer, "enter_eval", enter_eval)
 
 
 BUG = EvalInTrainMode(
     id="eval_in_train_mode",
     title="Validation without model.eval()",
     category="eval",
-    symptom=Symptom("final_val_loss", "higher",
-                    "validation loss is computed with dropout active (and BatchNorm on batch "
-                    "statistics), so it is noisier and higher than the model's real loss"),
+    symptom=("validation loss is computed with dropout active (and BatchNorm on batch statistics), "
+             "so it is noisier and higher than the model's real loss"),
+    check=SymptomCheck("final_val_loss", "higher"),
     explanation=("torch.no_grad() only turns off gradient tracking; it does not change layer "
                  "behaviour. Without model.eval(), dropout keeps zeroing activations during "
                  "validation and BatchNorm normalises with the validation batch's own "

@@ -2,31 +2,27 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 from bugzoo.data import BatchLoader
 
 
-def loaders(trainer) -> tuple[BatchLoader, BatchLoader]:
-    h = trainer.cfg.harness
-    train = BatchLoader(trainer.data.train, h.batch_size, shuffle=True, seed=trainer.seed,
-                        drop_last=True)
+def val_loader_over_train(self) -> BatchLoader:
     # The mistake: a copy-paste slip makes "validation" read the training split.
-    val = BatchLoader(trainer.data.train, h.eval_batch_size, shuffle=False)
-    return train, val
+    return BatchLoader(self.data.train, self.cfg.harness.eval_batch_size, shuffle=False)
 
 
 class EvalOnTrain(Bug):
     def before_build(self, trainer) -> None:
-        patch_method(trainer, "build_loaders", loaders)
+        patch_method(trainer, "build_val_loader", val_loader_over_train)
 
 
 BUG = EvalOnTrain(
     id="eval_on_train",
     title="Validation on the training data",
     category="eval",
-    symptom=Symptom("val_holdout_gap", "higher",
-                    "validation accuracy is inflated: it exceeds the accuracy on unseen holdout "
-                    "data by more than in clean runs"),
+    symptom=("validation accuracy is inflated: it exceeds the accuracy on unseen holdout data by "
+             "more than in clean runs"),
+    check=SymptomCheck("val_holdout_gap", "higher"),
     explanation=("The validation loader is built from the training split, so 'validation' "
                  "measures memorisation, not generalisation: it looks better than the model "
                  "really is and cannot reveal overfitting."),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, Symptom
+from bugzoo.bugs.base import Bug, SymptomCheck
 
 
 class FrozenFromStart(Bug):
@@ -16,10 +16,9 @@ BUG = FrozenFromStart(
     id="frozen_from_start",
     title="Backbone frozen from the start",
     category="optim",
-    symptom=Symptom("final_val_acc", "lower",
-                    "only the head learns: the loss falls a little and plateaus, backbone "
-                    "parameters never change, validation accuracy ends well below the clean "
-                    "run's"),
+    symptom=("only the head learns: the loss falls a little and plateaus, backbone parameters never"
+             " change, validation accuracy ends well below the clean run's"),
+    check=SymptomCheck("final_val_acc", "lower"),
     explanation=("Parameters with requires_grad=False receive no gradient and are skipped by "
                  "the optimizer. Freezing a randomly initialised backbone (often copied from "
                  "a fine-tuning recipe that assumed pretrained weights) leaves a linear "

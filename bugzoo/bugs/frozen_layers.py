@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 
 
 class FrozenLayers(Bug):
@@ -20,10 +20,10 @@ BUG = FrozenLayers(
     id="frozen_layers",
     title="Backbone frozen for warm-up is never unfrozen",
     category="optim",
-    symptom=Symptom("final_val_acc", "lower",
-                    "after the scheduled unfreeze step the loss keeps falling only as fast as "
-                    "a linear probe on fixed random features allows; the backbone's gradients "
-                    "stay absent and validation accuracy ends below the clean run's"),
+    symptom=("after the scheduled unfreeze step the loss keeps falling only as fast as a linear "
+             "probe on fixed random features allows; the backbone's gradients stay absent and "
+             "validation accuracy ends below the clean run's"),
+    check=SymptomCheck("final_val_acc", "lower"),
     explanation=("Freezing a backbone for the first N steps (training only the new head) is a "
                  "common warm-up. If the unfreeze never runs, every backbone parameter keeps "
                  "requires_grad=False: it gets no gradient, the optimizer skips it, and the "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from bugzoo.bugs.base import Bug, Symptom
+from bugzoo.bugs.base import Bug, SymptomCheck
 
 
 def reinit_linear(model: nn.Module, std: float) -> None:
@@ -16,18 +16,21 @@ def reinit_linear(model: nn.Module, std: float) -> None:
                 nn.init.normal_(m.weight, 0.0, std)
 
 
-class InitTooLarge(Bug):
+class FixedStdInit(Bug):
+    """Re-initialise every Linear weight with ``bug.params.std`` (one plant, two bugs: the std
+    of ``init_too_large`` and of ``init_too_small``)."""
+
     def after_build(self, trainer) -> None:
         reinit_linear(trainer.model, float(trainer.cfg.bug.params.std))
 
 
-BUG = InitTooLarge(
+BUG = FixedStdInit(
     id="init_too_large",
     title="Weight initialisation std too large (deep MLP)",
     category="model",
-    symptom=Symptom("initial_loss", "higher",
-                    "activations grow by a constant factor per layer: the first loss is orders "
-                    "of magnitude above log(C), training is erratic and ends worse"),
+    symptom=("activations grow by a constant factor per layer: the first loss is orders of "
+             "magnitude above log(C), training is erratic and ends worse"),
+    check=SymptomCheck("initial_loss", "higher"),
     explanation=("With std=1 instead of sqrt(2/fan_in) (He) each 128-wide ReLU layer multiplies "
                  "the activation scale by about sqrt(128/2)=8. Through eight layers logits reach "
                  "~1e7, the softmax saturates, the first losses are huge and gradients are "

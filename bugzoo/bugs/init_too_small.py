@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, Symptom
-from bugzoo.bugs.init_too_large import reinit_linear
+from bugzoo.bugs.base import SymptomCheck
+from bugzoo.bugs.init_too_large import FixedStdInit
 
-
-class InitTooSmall(Bug):
-    def after_build(self, trainer) -> None:
-        reinit_linear(trainer.model, float(trainer.cfg.bug.params.std))
-
-
-BUG = InitTooSmall(
+BUG = FixedStdInit(
     id="init_too_small",
     title="Weight initialisation std too small (deep MLP)",
     category="model",
-    symptom=Symptom("final_val_loss", "higher",
-                    "activations and gradients vanish through the layers: the loss sits at "
-                    "log(C) for a long plateau, then Adam slowly rescales the weights; "
-                    "validation loss ends well above the clean run's (accuracy lower too)"),
+    symptom=("activations and gradients vanish through the layers: the loss sits at log(C) for a "
+             "long plateau, then Adam slowly rescales the weights; validation loss ends well above "
+             "the clean run's (accuracy lower too)"),
+    check=SymptomCheck("final_val_loss", "higher"),
     explanation=("With std=0.01 each 128-wide ReLU layer shrinks the activation scale by about "
                  "0.01*sqrt(128/2)=0.08; after eight layers the signal is ~1e-9 of the input. "
                  "The output is constant and the backward signal vanishes just as fast: the "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 
 
 def forward(self, *inputs):
@@ -22,9 +22,9 @@ BUG = InplaceOpAutograd(
     id="inplace_op_autograd",
     title="In-place operation on a tensor autograd needs",
     category="model",
-    symptom=Symptom("crashed", "event",
-                    "the first backward() raises RuntimeError: one of the variables needed for "
-                    "gradient computation has been modified by an inplace operation"),
+    symptom=("the first backward() raises RuntimeError: one of the variables needed for gradient "
+             "computation has been modified by an inplace operation"),
+    check=SymptomCheck("crashed", "event"),
     explanation=("Autograd saves some inputs and outputs of each operation for the backward "
                  "pass and checks their version counters. Modifying such a tensor in place "
                  "(x /= ..., x += ..., relu_, masked_fill_) after it was saved makes the saved "

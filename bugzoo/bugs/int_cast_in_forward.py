@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 
 
 def forward(self, x):
@@ -22,9 +22,9 @@ BUG = IntCastInForward(
     id="int_cast_in_forward",
     title="Integer cast inside the forward pass",
     category="model",
-    symptom=Symptom("final_val_loss", "higher",
-                    "the backbone never trains (integer tensors carry no gradient) and the head "
-                    "sees truncated features: the loss plateaus high"),
+    symptom=("the backbone never trains (integer tensors carry no gradient) and the head sees "
+             "truncated features: the loss plateaus high"),
+    check=SymptomCheck("final_val_loss", "higher"),
     explanation=("Integer tensors cannot require gradients, so x.int() / x.long() / "
                  "x.to(torch.int32) on an activation returns a tensor with no grad_fn. Casting "
                  "back to float does not reconnect it: everything before the cast receives no "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 from bugzoo.data import DataBundle
 from bugzoo.data.base import Split
 
@@ -29,9 +29,9 @@ BUG = LabelsMisaligned(
     id="labels_misaligned",
     title="Labels shuffled out of sync with the inputs",
     category="data",
-    symptom=Symptom("final_val_acc", "lower",
-                    "training loss stays near log(C) and validation accuracy near chance: the "
-                    "labels carry no information about the inputs"),
+    symptom=("training loss stays near log(C) and validation accuracy near chance: the labels carry"
+             " no information about the inputs"),
+    check=SymptomCheck("final_val_acc", "lower"),
     explanation=("Shuffling the inputs and the labels with two independent permutations (or "
                  "shuffling only one of them, or joining them on a misaligned key) breaks the "
                  "pairing. The network can only memorise noise; validation accuracy stays at "

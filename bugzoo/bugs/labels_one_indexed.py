@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 from bugzoo.data import DataBundle
 
 
@@ -25,9 +25,9 @@ BUG = LabelsOneIndexed(
     id="labels_one_indexed",
     title="Training labels off by one (1-indexed, wrapped)",
     category="data",
-    symptom=Symptom("final_val_acc", "lower",
-                    "training loss falls normally but validation accuracy is near zero (below "
-                    "chance): the model learns a consistent relabelling of the classes"),
+    symptom=("training loss falls normally but validation accuracy is near zero (below chance): the"
+             " model learns a consistent relabelling of the classes"),
+    check=SymptomCheck("final_val_acc", "lower"),
     explanation=("The training labels come 1-indexed (1..C) while the model and the validation "
                  "data use 0..C-1. CrossEntropyLoss rejects label C, so someone wrapped the "
                  "labels with % C: class k is trained as k+1 and the last class as 0. Training "

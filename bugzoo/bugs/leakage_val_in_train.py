@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 from bugzoo.data.base import Split
 
 
@@ -29,9 +29,9 @@ BUG = LeakageValInTrain(
     id="leakage_val_in_train",
     title="Validation examples duplicated into the training set",
     category="data",
-    symptom=Symptom("val_holdout_gap", "higher",
-                    "validation accuracy runs ahead of accuracy on untouched holdout data: the "
-                    "model is graded on examples it has memorised"),
+    symptom=("validation accuracy runs ahead of accuracy on untouched holdout data: the model is "
+             "graded on examples it has memorised"),
+    check=SymptomCheck("val_holdout_gap", "higher"),
     explanation=("When validation examples also appear in the training set (a concatenation of "
                  "'all labelled data', duplicates across files, an augmentation pipeline that "
                  "samples from both), the validation metric measures memorisation, not "

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 
 
 def nll_of_log_softmax(self, logits: Tensor, y: Tensor) -> Tensor:
@@ -24,9 +24,9 @@ BUG = LogOfZero(
     id="log_of_zero",
     title="log(softmax(x)) without epsilon",
     category="numerics",
-    symptom=Symptom("nonfinite", "event",
-                    "training is normal until the model grows confident; then a probability "
-                    "underflows to 0, the gradient becomes NaN and the weights turn NaN"),
+    symptom=("training is normal until the model grows confident; then a probability underflows to "
+             "0, the gradient becomes NaN and the weights turn NaN"),
+    check=SymptomCheck("nonfinite", "event"),
     explanation=("softmax(x) underflows to exactly 0 in float32 once a logit gap exceeds about "
                  "100. torch.log(0) = -inf and the backward of log divides by the input: "
                  "0 / 0 = NaN for every zero probability, whether or not the loss selects it. "

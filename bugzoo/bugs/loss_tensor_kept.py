@@ -2,29 +2,19 @@
 
 from __future__ import annotations
 
-import torch
-
-from bugzoo.bugs.base import Bug, Symptom, patch_method
-
-
-def train_step(self) -> torch.Tensor:
-    accumulate = int(self.cfg.optim.accumulate)
-    self.zero_grad()
-    total = torch.zeros((), device=self.device)
-    for _ in range(accumulate):
-        batch = self.next_batch()
-        with self.autocast():
-            loss = self.compute_loss(self.forward(batch), batch.y) / accumulate
-        self.backward(loss)
-        total += loss.detach().float()
-        self.losses.append(loss)  # the mistake: keeps the tensor, not loss.item()
-    return total
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 
 
 class LossTensorKept(Bug):
     def before_build(self, trainer) -> None:
         trainer.losses = []
-        patch_method(trainer, "train_step", train_step,
+        backward = trainer.backward
+
+        def backward_and_log(self, loss) -> None:
+            backward(loss)
+            self.losses.append(loss)  # the mistake: keeps the tensor, not loss.item()
+
+        patch_method(trainer, "backward", backward_and_log,
                      active=lambda: trainer.step >= trainer.onset)
 
 
@@ -32,9 +22,9 @@ BUG = LossTensorKept(
     id="loss_tensor_kept",
     title="Loss tensors (with their graphs) kept in a list",
     category="memory",
-    symptom=Symptom("heap_growth_mb", "higher",
-                    "memory grows linearly with the step count: every step's activations stay "
-                    "referenced through the stored loss tensors"),
+    symptom=("memory grows linearly with the step count: every step's activations stay referenced "
+             "through the stored loss tensors"),
+    check=SymptomCheck("heap_growth_mb", "higher"),
     explanation=("Appending `loss` instead of `loss.item()` to a logging list keeps a tensor "
                  "with a grad_fn alive, and with it the whole autograd graph of that step. "
                  "backward() frees the buffers saved for the gradient, but the graph's nodes "

@@ -2,29 +2,21 @@
 
 from __future__ import annotations
 
-import torch
-
-from bugzoo.bugs.base import Bug, Symptom, patch_method
-
-
-def build_optimizer(self) -> torch.optim.Optimizer:
-    o = self.cfg.optim
-    # The mistake: lr comes from a typo'd value (e.g. 1e3 written for 1e-3).
-    return torch.optim.AdamW(self.model.parameters(), lr=float(self.cfg.bug.params.lr),
-                             betas=tuple(o.betas), eps=o.eps, weight_decay=o.weight_decay)
+from bugzoo.bugs.base import Bug, SymptomCheck
 
 
 class LrTooHigh(Bug):
     def before_build(self, trainer) -> None:
-        patch_method(trainer, "build_optimizer", build_optimizer)
+        # The mistake lives in the configuration: lr is a typo'd value (1e3 written for 1e-3).
+        trainer.cfg.optim.lr = float(trainer.cfg.bug.params.lr)
 
 
 BUG = LrTooHigh(
     id="lr_too_high",
     title="Learning rate far too high",
     category="optim",
-    symptom=Symptom("nonfinite", "event",
-                    "parameters blow up within a few dozen steps and the loss becomes inf/NaN"),
+    symptom=("parameters blow up within a few dozen steps and the loss becomes inf/NaN"),
+    check=SymptomCheck("nonfinite", "event"),
     explanation=("A learning rate several orders of magnitude too large (a sign slip in the "
                  "exponent is the classic) makes every update overshoot. With AdamW the "
                  "decoupled weight decay multiplies each weight by (1 - lr * wd) per step: once "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 from bugzoo.models.transformer import SelfAttention
 
 
@@ -26,28 +26,17 @@ BUG = MaskAfterSoftmax(
     id="mask_after_softmax",
     title="Attention padding mask applied after softmax",
     category="model",
-    symptom=Symptom("final_val_acc", "lower",
-                    "expected: each row's attention mass depends on the batch's padding, so "
-                    "accuracy suffers; on this mini encoder it does not (see the explanation)"),
+    symptom=("each row's attention mass depends on how much padding the batch has, so the same "
+             "review scores differently when padded differently; on this mini encoder accuracy does"
+             " not suffer (results/validity.md)"),
+    check=SymptomCheck("final_val_acc", "lower"),
     explanation=("A key-padding mask must set padded scores to -inf before the softmax so the "
-                 "weights over the real tokens sum to 1. Multiplying the probabilities by the "
-                 "mask afterwards removes the padded keys' weight without renormalising: each "
-                 "row's total attention shrinks with the amount of padding, and the padded "
-                 "positions still enter the denominator, so a review's representation depends "
-                 "on how much it was padded. Measured on the mini encoder here (CPU, "
-                 "validation accuracy, buggy vs clean): the model learns to give padded keys "
-                 "negligible scores, and the padding then acts as a harmless attention sink. "
-                 "Padding every batch to a fixed 96 tokens (reviews 4-32), 150 steps, seeds "
-                 "0/1: 0.860/0.845 vs 0.850/0.823. Training with per-batch padding and "
-                 "evaluating padded to 96: 0.865/0.850 vs 0.845/0.825. Training padded to 96 "
-                 "and evaluating padded to the longest review: 0.853/0.842 vs 0.850/0.823. "
-                 "Default settings: 0.865/0.845 vs 0.867/0.838. Trained clean for 250 of 300 "
-                 "steps, then the bug switched in (bug.onset=250, padded to 96): 0.875/0.877 "
-                 "vs 0.873/0.877; the sentiment task is mostly bag-of-words, so attention has "
-                 "little to lose. Twice as many negations (negation_rate=0.3, padded to 96, "
-                 "300 steps, seeds 0/1/2), where attention matters more: 0.789/0.796/0.805 vs "
-                 "0.783/0.768/0.775, so the sink even helps. The scenario is excluded from the "
-                 "bench."),
+                 "weights over the real tokens sum to 1. Multiplying the probabilities by the mask "
+                 "afterwards removes the padded keys' weight without renormalising: each row's "
+                 "total attention shrinks with the amount of padding, and the padded positions "
+                 "still enter the denominator, so a review's representation depends on how much it "
+                 "was padded. A model trained with the bug can learn to give padded keys negligible"
+                 " scores, which hides it until the padding differs from what it trained on."),
     buggy="""\
 weights = scores.softmax(dim=-1)
 weights = weights * (~key_padding)            # mask after softmax""",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 
 
 class MissingZeroGrad(Bug):
@@ -18,10 +18,10 @@ BUG = MissingZeroGrad(
     id="missing_zero_grad",
     title="optimizer.zero_grad() never called",
     category="loop",
-    symptom=Symptom("final_grad_norm", "higher",
-                    "the gradient norm grows roughly linearly with the step count (each step's "
-                    "gradient is the running sum of every gradient so far); the loss oscillates "
-                    "and ends above the clean run's"),
+    symptom=("the gradient norm grows roughly linearly with the step count (each step's gradient is"
+             " the running sum of every gradient so far); the loss oscillates and ends above the "
+             "clean run's"),
+    check=SymptomCheck("final_grad_norm", "higher"),
     explanation=("loss.backward() adds into .grad instead of overwriting it. Without a "
                  "zero_grad() per step, the gradient the optimizer sees at step t is the sum of "
                  "all gradients since the last clear: stale directions dominate, the effective "

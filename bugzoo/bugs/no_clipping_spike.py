@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 
 
 def clip_gradients(self) -> None:
@@ -18,10 +18,9 @@ BUG = NoClippingSpike(
     id="no_clipping_spike",
     title="No gradient clipping when an outlier batch arrives",
     category="optim",
-    symptom=Symptom("final_val_loss", "higher",
-                    "the outlier batch's huge gradient goes straight into the update: the loss "
-                    "jumps after the outlier and training does not recover, where a clipped run "
-                    "barely notices it"),
+    symptom=("the outlier batch's huge gradient goes straight into the update: the loss jumps after"
+             " the outlier and training does not recover, where a clipped run barely notices it"),
+    check=SymptomCheck("final_val_loss", "higher"),
     explanation=("A single anomalous batch (a shard with features in the wrong units, "
                  "mislabelled duplicates) can produce a gradient thousands of times larger "
                  "than usual. Without clip_grad_norm_ it enters "

@@ -4,34 +4,31 @@ from __future__ import annotations
 
 import numpy as np
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 from bugzoo.data import BatchLoader
 
 
-def loaders(trainer) -> tuple[BatchLoader, BatchLoader]:
-    h = trainer.cfg.harness
+def unseeded_train_loader(self) -> BatchLoader:
     # The mistake: the shuffle order comes from np.random.default_rng() created without a
     # seed. seed_everything seeds random, np.random (the legacy global state) and torch, but
     # a new-style NumPy Generator is independent of all three and draws from OS entropy.
     rng = np.random.default_rng()
-    train = BatchLoader(trainer.data.train, h.batch_size, shuffle=True,
-                        seed=int(rng.integers(2**62)), drop_last=True)
-    val = BatchLoader(trainer.data.val, h.eval_batch_size, shuffle=False)
-    return train, val
+    return BatchLoader(self.data.train, self.cfg.harness.batch_size, shuffle=True,
+                       seed=int(rng.integers(2**62)), drop_last=True)
 
 
 class NondeterministicSeed(Bug):
     def before_build(self, trainer) -> None:
-        patch_method(trainer, "build_loaders", loaders)
+        patch_method(trainer, "build_train_loader", unseeded_train_loader)
 
 
 BUG = NondeterministicSeed(
     id="nondeterministic_seed",
     title="An RNG the seed does not reach (unseeded shuffle)",
     category="reproducibility",
-    symptom=Symptom("trace_digest", "varies",
-                    "two runs with the same seed produce different traces (losses differ from "
-                    "the first step); clean runs with the same seed are bitwise identical"),
+    symptom=("two runs with the same seed produce different traces (losses differ from the first "
+             "step); clean runs with the same seed are bitwise identical"),
+    check=SymptomCheck("trace_digest", "varies"),
     explanation=("Reproducibility requires every source of randomness to be seeded. "
                  "np.random.seed() only seeds NumPy's legacy global state; a Generator from "
                  "np.random.default_rng() without a seed (like an unseeded random.Random(), or "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from bugzoo.bugs.base import Bug, Symptom
+from bugzoo.bugs.base import Bug, SymptomCheck
 
 
 class OptimizerStaleParams(Bug):
@@ -19,10 +19,10 @@ BUG = OptimizerStaleParams(
     id="optimizer_stale_params",
     title="Head replaced after the optimizer was built",
     category="optim",
-    symptom=Symptom("final_grad_norm", "higher",
-                    "the new head keeps its random initialisation and its gradients are never "
-                    "applied nor cleared (optimizer.zero_grad() does not know it): its .grad "
-                    "accumulates and the gradient norm climbs step after step"),
+    symptom=("the new head keeps its random initialisation and its gradients are never applied nor "
+             "cleared (optimizer.zero_grad() does not know it): its .grad accumulates and the "
+             "gradient norm climbs step after step"),
+    check=SymptomCheck("final_grad_norm", "higher"),
     explanation=("An optimizer holds references to the parameter tensors it was given. "
                  "Replacing a submodule afterwards (a new classifier head for fine-tuning, a "
                  "resized output layer) creates new parameters the optimizer has never seen: "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 
 
 def encode_padded(self, tokens: Tensor, lengths: Tensor) -> Tensor:
@@ -23,9 +23,9 @@ BUG = PaddingNotIgnored(
     id="padding_not_ignored",
     title="LSTM reads padding: last time step instead of the final real state",
     category="model",
-    symptom=Symptom("final_val_acc", "lower",
-                    "short reviews are summarised after many padding steps that wash out their "
-                    "content; validation accuracy ends below the clean run's"),
+    symptom=("short reviews are summarised after many padding steps that wash out their content; "
+             "validation accuracy ends below the clean run's"),
+    check=SymptomCheck("final_val_acc", "lower"),
     explanation=("Batches are right-padded to the longest review. Running the LSTM over the "
                  "padded tensor and taking output[:, -1] returns, for every shorter sequence, "
                  "the state after a run of pad tokens rather than after its last real token. "

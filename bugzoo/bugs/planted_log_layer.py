@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 
 
 class PlantedLogLayer(Bug):
@@ -25,10 +25,10 @@ BUG = PlantedLogLayer(
     id="planted_log_layer",
     title="log(x - min(x) + 1e-9) inside the second layer",
     category="numerics",
-    symptom=Symptom("max_grad_norm", "higher",
-                    "from onset the gradient norm jumps by orders of magnitude: the smallest "
-                    "activation of every batch sits at log(1e-9) with derivative 1e9; the loss "
-                    "spikes and can go non-finite"),
+    symptom=("from onset the gradient norm jumps by orders of magnitude: the smallest activation of"
+             " every batch sits at log(1e-9) with derivative 1e9; the loss spikes and can go "
+             "non-finite"),
+    check=SymptomCheck("max_grad_norm", "higher"),
     explanation=("Inside the second linear layer, x = log(x - x.min() + 1e-9) maps the batch "
                  "minimum to log(1e-9) = -20.7 whose derivative is 1e9, and amplifies every "
                  "nearby activation. Gradients explode, Adam's normalised steps scramble the "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 
 
 class RankSkip(Bug):
@@ -28,10 +28,10 @@ BUG = RankSkip(
     id="rank_skip",
     title="One rank skips a batch under DDP (collective mismatch)",
     category="distributed",
-    symptom=Symptom("hung", "event",
-                    "after onset the ranks' all-reduces pair off by one; the rank with the extra "
-                    "collective finally waits for a partner that never comes and the run blocks "
-                    "until the process-group timeout"),
+    symptom=("after onset the ranks' all-reduces pair off by one; the rank with the extra "
+             "collective finally waits for a partner that never comes and the run blocks until the "
+             "process-group timeout"),
+    check=SymptomCheck("hung", "event"),
     explanation=("With DistributedDataParallel every backward() launches gradient all-reduces "
                  "that every rank must join. A data filter evaluated per rank (e.g. skip a batch "
                  "whose sequences are too short) lets one rank `continue` while the others run "

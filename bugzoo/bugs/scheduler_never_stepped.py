@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 
 
 def scheduler_step(self) -> None:
@@ -20,9 +20,9 @@ BUG = SchedulerNeverStepped(
     id="scheduler_never_stepped",
     title="LR scheduler never stepped",
     category="optim",
-    symptom=Symptom("final_lr", "higher",
-                    "the learning rate stays at its initial warm-up value for the whole run "
-                    "instead of warming up and decaying to zero"),
+    symptom=("the learning rate stays at its initial warm-up value for the whole run instead of "
+             "warming up and decaying to zero"),
+    check=SymptomCheck("final_lr", "higher"),
     explanation=("A scheduler only changes the learning rate when scheduler.step() is called. "
                  "If the call is forgotten (or sits in a branch that never runs), the optimizer "
                  "keeps the scheduler's initial learning rate: with linear warm-up that is the "

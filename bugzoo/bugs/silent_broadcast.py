@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 
 
 def binary_loss(self, logits: Tensor, y: Tensor) -> Tensor:
@@ -26,9 +26,9 @@ BUG = SilentBroadcast(
     id="silent_broadcast",
     title="Silent broadcasting in a hand-written loss ([B, 1] vs [B])",
     category="loss",
-    symptom=Symptom("final_val_acc", "lower",
-                    "no error or warning; the loss settles at the entropy of the label mix and "
-                    "validation accuracy stays near chance"),
+    symptom=("no error or warning; the loss settles at the entropy of the label mix and validation "
+             "accuracy stays near chance"),
+    check=SymptomCheck("final_val_acc", "lower"),
     explanation=("Elementwise ops broadcast a [B, 1] tensor against a [B] tensor to [B, B]. The "
                  "mean over that matrix is the loss of every prediction against the average "
                  "label, so the pairing of inputs and labels is lost: the optimum predicts the "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from bugzoo.bugs.base import Bug, Symptom
+from bugzoo.bugs.base import Bug, SymptomCheck
 
 
 class SoftmaxWrongDim(Bug):
@@ -17,10 +17,10 @@ BUG = SoftmaxWrongDim(
     id="softmax_wrong_dim",
     title="Softmax over the batch dimension",
     category="model",
-    symptom=Symptom("final_val_acc", "lower",
-                    "the loss barely moves below log(C); each class column is normalised across "
-                    "the batch, so a prediction depends on the other samples and validation "
-                    "accuracy ends well below the clean run's"),
+    symptom=("the loss barely moves below log(C); each class column is normalised across the batch,"
+             " so a prediction depends on the other samples and validation accuracy ends well below"
+             " the clean run's"),
+    check=SymptomCheck("final_val_acc", "lower"),
     explanation=("With logits of shape [B, C], softmax(dim=0) normalises each class over the "
                  "samples of the batch instead of each sample over the classes. Every output is "
                  "about 1/B, CrossEntropyLoss (which applies its own log-softmax over classes) "

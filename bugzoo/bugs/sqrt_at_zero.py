@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 
 
 def encode(self, tokens: Tensor, lengths: Tensor) -> Tensor:
@@ -32,9 +32,9 @@ BUG = SqrtAtZero(
     id="sqrt_at_zero",
     title="Norm without epsilon inside the sqrt (NaN gradient at zero)",
     category="numerics",
-    symptom=Symptom("nonfinite", "event",
-                    "the first loss is finite, but the first backward yields NaN gradients and "
-                    "every later loss is NaN"),
+    symptom=("the first loss is finite, but the first backward yields NaN gradients and every later"
+             " loss is NaN"),
+    check=SymptomCheck("nonfinite", "event"),
     explanation=("d/du sqrt(u) = 1 / (2 sqrt(u)) is infinite at u = 0. An all-zero vector (here "
                  "the masked padding positions) gives a finite forward, 0 / (0 + eps) = 0, but "
                  "the backward multiplies a zero upstream gradient by infinity: NaN. Put the "

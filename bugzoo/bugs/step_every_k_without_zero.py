@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 
 
 def zero_grad(self) -> None:
@@ -26,9 +26,9 @@ BUG = StepEveryKWithoutZero(
     id="step_every_k_without_zero",
     title="Optimizer steps every k batches but gradients are never zeroed",
     category="loop",
-    symptom=Symptom("final_grad_norm", "higher",
-                    "the .grad buffers hold the sum of every gradient since the start, so the "
-                    "gradient norm keeps growing and updates follow a stale running sum"),
+    symptom=("the .grad buffers hold the sum of every gradient since the start, so the gradient "
+             "norm keeps growing and updates follow a stale running sum"),
+    check=SymptomCheck("final_grad_norm", "higher"),
     explanation=("A hand-written gradient accumulation loop calls backward() every batch and "
                  "optimizer.step() every k batches, but forgets optimizer.zero_grad() after the "
                  "step. .grad then accumulates over the whole run instead of over k batches: "

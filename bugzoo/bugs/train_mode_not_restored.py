@@ -2,40 +2,27 @@
 
 from __future__ import annotations
 
-import torch
-from torch import nn
-
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 
 
-def evaluate(self) -> tuple[float, float]:
-    self.model.eval()
-    total_loss, correct, count = 0.0, 0, 0
-    with torch.no_grad():
-        for batch in self.val_loader:
-            batch = batch.to(self.device)
-            with self.autocast():
-                logits = self.forward(batch)
-            total_loss += nn.functional.cross_entropy(
-                logits.float(), batch.y, reduction="sum").item()
-            correct += (logits.argmax(-1) == batch.y).sum().item()
-            count += len(batch.y)
-    # The mistake: no self.model.train() here, so dropout / BatchNorm stay in eval mode.
-    return total_loss / count, correct / count
+def leave_eval(self) -> None:
+    # The mistake: validation ends without self.model.train(), so dropout and BatchNorm stay in
+    # eval mode for every training step after the first evaluation.
+    pass
 
 
 class TrainModeNotRestored(Bug):
     def before_build(self, trainer) -> None:
-        patch_method(trainer, "evaluate", evaluate)
+        patch_method(trainer, "leave_eval", leave_eval)
 
 
 BUG = TrainModeNotRestored(
     id="train_mode_not_restored",
     title="model.train() never called again after the first evaluation",
     category="loop",
-    symptom=Symptom("train_mode_frac", "lower",
-                    "after the first evaluation every training step runs in eval mode: dropout is "
-                    "off and BatchNorm uses (frozen) running statistics for the rest of training"),
+    symptom=("after the first evaluation every training step runs in eval mode: dropout is off and "
+             "BatchNorm uses (frozen) running statistics for the rest of training"),
+    check=SymptomCheck("train_mode_frac", "lower"),
     explanation=("model.eval() is a persistent switch. A validation routine that calls it but "
                  "never calls model.train() afterwards leaves the model in eval mode for every "
                  "later training step: dropout stops regularising and BatchNorm stops using and "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 from bugzoo.data import DataBundle
 from bugzoo.data.base import Split
 
@@ -31,9 +31,9 @@ BUG = TruncatedSequences(
     id="truncated_sequences",
     title="Input sequences truncated to a few tokens",
     category="data",
-    symptom=Symptom("final_val_acc", "lower",
-                    "the model only sees the first tokens of each review, where the sentiment "
-                    "words often are not: validation accuracy plateaus well below the clean run"),
+    symptom=("the model only sees the first tokens of each review, where the sentiment words often "
+             "are not: validation accuracy plateaus well below the clean run"),
+    check=SymptomCheck("final_val_acc", "lower"),
     explanation=("A max_length set far too small silently truncates every input. Nothing "
                  "crashes and the loss still falls a little, but most of the evidence is cut "
                  "away, so accuracy plateaus low."),

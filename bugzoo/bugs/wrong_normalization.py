@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, Symptom, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 
 
 class WrongNormalization(Bug):
@@ -15,9 +15,9 @@ BUG = WrongNormalization(
     id="wrong_normalization",
     title="Inputs not normalised",
     category="data",
-    symptom=Symptom("final_val_acc", "lower",
-                    "a few large-scale features dominate the first layer; loss is erratic and "
-                    "validation accuracy ends well below the clean run's"),
+    symptom=("a few large-scale features dominate the first layer; loss is erratic and validation "
+             "accuracy ends well below the clean run's"),
+    check=SymptomCheck("final_val_acc", "lower"),
     explanation=("The tabular features span about six orders of magnitude. Without "
                  "standardisation the first layer's pre-activations are dominated by the "
                  "largest-scale features, gradients for those weights are huge and the "

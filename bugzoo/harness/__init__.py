@@ -1,0 +1,7 @@
+"""The harness layer: running runs.
+
+``runner`` trains one run in this process, ``distributed`` one run on several ranks, ``watch``
+runs the detectors inside a run, ``record`` builds what a run leaves behind (``summary.json``),
+``store`` writes run folders atomically, ``pool`` schedules runs on worker processes, ``sweep``
+plans and makes many runs, and ``app`` is the Hydra application behind ``bugzoo run``.
+"""

@@ -16,17 +16,13 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from bugzoo.config import (
-    CONF_DIR,
-    _cuda_device,
-    check_run_config,
-    compose_run,
-    register_scenarios,
-)
+from bugzoo.config import check_run_config, compose_run, register_scenarios
 from bugzoo.detector import load_detector
 from bugzoo.errors import UsageError
 from bugzoo.harness.runner import execute_and_store
 from bugzoo.harness.store import ensure_writable
+from bugzoo.paths import CONF_DIR
+from bugzoo.scenarios import get_scenario, missing_cuda
 
 log = logging.getLogger(__name__)
 
@@ -68,14 +64,9 @@ def run_job(cfg: DictConfig) -> dict:
 
 def skip_reason(cfg: DictConfig) -> str | None:
     """Why a sweep job skips its scenario (as ``bugzoo bench`` does), or None to run it."""
-    from bugzoo.bugs import get_bug
-
-    if cfg.get("excluded"):
-        return f"excluded ({cfg.excluded})"
-    if (cfg.get("bug") is not None and "cuda" in get_bug(cfg.bug.id).requires
-            and not _cuda_device(str(cfg.harness.device))):
-        return f"needs CUDA and this run has no CUDA device (harness.device={cfg.harness.device})"
-    return None
+    if cfg.get("scenario") and (excluded := get_scenario(cfg.scenario).excluded):
+        return f"excluded ({excluded})"
+    return missing_cuda(cfg.bug.id if cfg.get("bug") else None, str(cfg.harness.device))
 
 
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")

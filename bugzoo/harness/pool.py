@@ -17,6 +17,7 @@ import logging
 import multiprocessing
 import os
 import re
+import resource
 import threading
 import time
 from collections.abc import Iterator
@@ -27,8 +28,16 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 import pandas as pd
+import torch
+from omegaconf import DictConfig
 
+from bugzoo.bugs import get_bug
+from bugzoo.config import compose_run, resolved
+from bugzoo.detector import load_detector
 from bugzoo.harness import store
+from bugzoo.harness.record import DetectorStatus, build_summary
+from bugzoo.harness.runner import execute
+from bugzoo.scenarios import get_scenario
 
 log = logging.getLogger(__name__)
 
@@ -56,17 +65,15 @@ class RunTask:
 
     @property
     def expected_cost(self) -> float:
-        """Rough relative run time, from the model named by the scenario id (``<model>-...``)."""
-        return RUN_COST_S.get(self.scenario.split("-")[0], max(RUN_COST_S.values()))
+        """Rough relative run time, from the scenario's model."""
+        return RUN_COST_S.get(get_scenario(self.scenario).model, max(RUN_COST_S.values()))
 
     @property
     def path(self) -> Path:
         name = f"seed{self.seed}" + (f".{self.tag}" if self.tag else "")
         return Path(self.out) / self.scenario / name
 
-    def compose(self):
-        from bugzoo.config import compose_run
-
+    def compose(self) -> DictConfig:
         return compose_run([f"scenario={self.scenario}", f"seed={self.seed}", *self.overrides])
 
 
@@ -84,9 +91,8 @@ def _exit_with_parent() -> None:
 
 
 def _init_worker() -> None:
+    """Start a sweep process: torch came in with this module, once per worker; one thread."""
     _exit_with_parent()
-    import torch  # imported once per worker, then reused by every run it takes
-
     torch.set_num_threads(1)
 
 
@@ -98,8 +104,6 @@ def memory_limit(mb: int | None) -> Iterator[None]:
     if not mb:
         yield
         return
-    import resource
-
     previous = resource.getrlimit(resource.RLIMIT_AS)
     size = int(re.search(r"VmSize:\s+(\d+)", Path("/proc/self/status").read_text()).group(1))
     resource.setrlimit(resource.RLIMIT_AS, (size * 1024 + int(mb) * 2**20, previous[1]))
@@ -111,9 +115,6 @@ def memory_limit(mb: int | None) -> Iterator[None]:
 
 def run_task(task: RunTask) -> dict:
     """Compose, run and store one task in this process; returns a small status record."""
-    from bugzoo.detector import load_detector
-    from bugzoo.harness.runner import execute
-
     cfg = task.compose()
     detectors = [load_detector(name) for name in task.detectors]
     watchdog = threading.Timer(task.timeout_s, os._exit, (HANG_EXIT,))
@@ -135,22 +136,10 @@ def status(task: RunTask, summary: dict) -> dict:
 
 def record_failure(task: RunTask, outcome: str, error: str, wall_s: float) -> dict:
     """Store a run that left no result of its own (it hung or took its process down)."""
-    from bugzoo.bugs import get_bug
-    from bugzoo.config import resolved
-    from bugzoo.harness.runner import run_scenario_id
-
     cfg = task.compose()
     bug = get_bug(cfg.bug.id) if cfg.get("bug") else None
-    summary = {
-        "steps_completed": 0, "scenario": run_scenario_id(cfg), "model": cfg.model.name,
-        "data": cfg.data.name, "bug": bug.id if bug else None,
-        "category": bug.category if bug else None, "loud": bug.loud if bug else False,
-        "onset": int(cfg.bug.onset) if bug else None, "seed": task.seed,
-        "steps": int(cfg.harness.steps), "outcome": outcome, "crashed": outcome == "crashed",
-        "hung": outcome == "hang", "error": error, "wall_s": wall_s,
-        "detectors": {name: {"error": None, "seconds": 0.0, "overhead": 0.0, "alarms": 0}
-                      for name in task.detectors},
-    }
+    summary = build_summary(cfg, bug, trace=pd.DataFrame(), outcome=outcome, error=error,
+                            wall_s=wall_s, detectors={n: DetectorStatus() for n in task.detectors})
     store.write_run(task.path, resolved(cfg), pd.DataFrame(),
                     pd.DataFrame(columns=store.ALARM_COLUMNS), summary)
     return status(task, summary)

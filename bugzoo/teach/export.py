@@ -2,7 +2,7 @@
 
 The scripts are plain PyTorch (no bugzoo import): tiny inline data, model and loop, ending with
 ``SYMPTOM <metric>=<value>``. The fixed script is a per-model template; the buggy one is the
-same script plus the bug's small patch (see ``bugzoo.reproducers``).
+same script plus the bug's small patch (see ``bugzoo.teach.reproducers``).
 """
 
 from __future__ import annotations
@@ -13,14 +13,15 @@ from string import Template
 
 from bugzoo.bugs import get_bug
 from bugzoo.errors import ArgumentParser, UsageError
-from bugzoo.reproducers import Delta
+from bugzoo.scenarios import get_scenario
+from bugzoo.teach.reproducers import Delta
 
 TEMPLATE_MODELS = ("mlp",)  # models with a reproducer template in bugzoo/reproducers/<model>.py
 EXPECT = {"higher": "higher", "lower": "lower", "event": "1 (it happened)"}
 
 
 def _family(model: str):
-    return importlib.import_module(f"bugzoo.reproducers.{model}")
+    return importlib.import_module(f"bugzoo.teach.reproducers.{model}")
 
 
 def supported() -> list[str]:
@@ -33,18 +34,18 @@ def render(scenario: str) -> dict[str, str]:
     if scenario not in supported():
         raise UsageError(f"no standalone reproducer for scenario '{scenario}' "
                          f"(supported: {', '.join(supported())})")
-    model, bug_id = scenario.split("-", 1)
-    family, bug = _family(model), get_bug(bug_id)
-    delta: Delta = family.DELTAS[bug_id]
+    spec = get_scenario(scenario)
+    family, bug = _family(spec.model), get_bug(spec.bug)
+    delta: Delta = family.DELTAS[spec.bug]
     fixed = family.TEMPLATE
     buggy = fixed
     for old, new in delta.patch:
         if buggy.count(old) != 1:
-            raise RuntimeError(f"reproducer patch of {bug_id} matches {buggy.count(old)} times: "
+            raise RuntimeError(f"reproducer patch of {spec.bug} matches {buggy.count(old)} times: "
                                f"{old!r}")
         buggy = buggy.replace(old, new)
     settings = {**family.DEFAULTS, **delta.settings, "TITLE": bug.title, "SCENARIO": scenario,
-                "METRIC": bug.symptom.metric, "EXPECT": EXPECT[bug.symptom.direction]}
+                "METRIC": bug.check.metric, "EXPECT": EXPECT[bug.check.direction]}
     return {variant: Template(text).substitute(settings, VARIANT=variant)
             for variant, text in (("buggy", buggy), ("fixed", fixed))}
 

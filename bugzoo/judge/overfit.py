@@ -1,4 +1,4 @@
-"""The single-batch overfit smoke test (Karpathy's recipe; reference exercise E.9.2).
+"""The single-batch overfit check (Karpathy's recipe; reference exercise E.9.2).
 
 A correctly wired model, loss and optimizer drive the loss on one fixed small batch to near zero.
 If it stalls, the fault is in the model, the loss or the optimizer, not in the data pipeline.

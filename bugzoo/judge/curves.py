@@ -8,21 +8,17 @@ onset. Runs are shared with ``bugzoo validate`` (``results/runs/validity``) and 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from bugzoo.bugs import get_bug  # noqa: E402
-from bugzoo.config import scenarios  # noqa: E402
-from bugzoo.errors import ArgumentParser, UsageError, unknown_choice  # noqa: E402
-from bugzoo.harness import store  # noqa: E402
-from bugzoo.harness.bench import parse_seeds, sweep  # noqa: E402
-from bugzoo.validity import DEFAULT_SEEDS, plan_tasks  # noqa: E402
+from bugzoo.bugs import ALL_MODELS, get_bug
+from bugzoo.errors import ArgumentParser, UsageError, unknown_choice
+from bugzoo.harness import store
+from bugzoo.harness.sweep import sweep, sweep_options, sweep_parser
+from bugzoo.judge.validity import VALIDITY_SEEDS, plan_validity_runs
+from bugzoo.scenarios import list_scenarios
 
 # symptom metric -> trace column drawn in the fourth panel
 EXTRA_PANEL = {
@@ -62,9 +58,9 @@ def draw(bug_id: str, runs: dict[str, tuple[pd.DataFrame, pd.DataFrame]], onset:
          out: Path, command: str) -> pd.DataFrame:
     """Plot every model's panels; returns the plotted bands (the data behind the figure)."""
     bug = get_bug(bug_id)
-    columns = ["loss", "val_acc", "grad_norm", EXTRA_PANEL.get(bug.symptom.metric, "param_norm")]
-    fig, axes = plt.subplots(len(runs), len(columns), figsize=(4.2 * len(columns),
-                             2.8 * len(runs) + 0.8), squeeze=False)
+    columns = ["loss", "val_acc", "grad_norm", EXTRA_PANEL.get(bug.check.metric, "param_norm")]
+    fig = Figure(figsize=(4.2 * len(columns), 2.8 * len(runs) + 0.8))
+    axes = fig.subplots(len(runs), len(columns), squeeze=False)
     data = []
     for row, (model, (clean, buggy)) in enumerate(runs.items()):
         for col, column in enumerate(columns):
@@ -91,55 +87,52 @@ def draw(bug_id: str, runs: dict[str, tuple[pd.DataFrame, pd.DataFrame]], onset:
     fig.tight_layout(rect=(0, 0.02, 1, 0.97))
     out.mkdir(parents=True, exist_ok=True)
     fig.savefig(out / f"{bug_id}.png", dpi=90)
-    plt.close(fig)
     return pd.concat(data, ignore_index=True) if data else pd.DataFrame()
 
 
-def curves(bug_id: str, models: list[str] | None, seeds: list[int], runs_root: Path,
-           out: Path, workers: int, overrides: list[str], command: str,
+def curves(bug_id: str, models: list[str] | None, patterns: list[str] | None, seeds: list[int],
+           runs_root: Path, out: Path, workers: int, overrides: list[str], command: str,
            progress: bool = True) -> Path:
     bug = get_bug(bug_id)
     chosen = [m for m in bug.models if not models or m in models]
     if models and not chosen:
         raise UsageError(f"bug '{bug_id}' does not apply to model(s) {', '.join(models)} "
                          f"(it applies to: {', '.join(bug.models)})")
-    ids = [f"{m}-{bug_id}" for m in chosen if f"{m}-{bug_id}" in scenarios()]
+    ids = [s.id for s in list_scenarios(patterns) if s.bug == bug_id and s.model in chosen]
     if not ids:
         raise UsageError(f"bug '{bug_id}' has no runnable scenario here")
     # excluded scenarios are drawn too: the picture shows what "does not manifest" looks like
-    tasks, controls = plan_tasks(runs_root, ids, seeds, overrides, include_excluded=True)
+    tasks, scenarios = plan_validity_runs(runs_root, ids, seeds, overrides)
     sweep(tasks, workers, progress=progress)
     runs, onset = {}, {}
-    for sid, control in controls.items():
-        model = sid.split("-", 1)[0]
-        buggy = load_traces(runs_root, "buggy", sid, seeds)
-        runs[model] = (load_traces(runs_root, "control", control, seeds), buggy)
-        summary = store.read_summary(store.run_dir(runs_root, "buggy", sid, seeds[0]))
-        onset[model] = summary.get("onset") or 0
+    for scenario in scenarios:
+        buggy = load_traces(runs_root, "buggy", scenario.id, seeds)
+        runs[scenario.model] = (load_traces(runs_root, "control", scenario.control, seeds), buggy)
+        summary = store.read_summary(store.run_dir(runs_root, "buggy", scenario.id, seeds[0]))
+        onset[scenario.model] = summary.get("onset") or 0
     data = draw(bug_id, runs, onset, out, command)
     data.to_parquet(out / f"{bug_id}.parquet", index=False)
     return out / f"{bug_id}.png"
 
 
 def main(argv: list[str]) -> int:
-    p = ArgumentParser(prog="bugzoo curves", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="bugzoo curves", description=__doc__.splitlines()[0],
+                       parents=[sweep_parser()])
     p.add_argument("bug")
     p.add_argument("overrides", nargs="*",
                    help="model=M to pick models (repeatable), or run-setting overrides")
-    p.add_argument("--seeds", default=DEFAULT_SEEDS)
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     p.add_argument("--runs", default="results/runs/validity")
     p.add_argument("--out", default="results/curves")
-    p.add_argument("--no-progress", action="store_true")
     args = p.parse_intermixed_args(argv)
+    options = sweep_options(args, VALIDITY_SEEDS)
     get_bug(args.bug)
     models = [o.split("=", 1)[1] for o in args.overrides if o.startswith("model=")]
     for m in models:
-        if m not in ("mlp", "lstm", "transformer", "resnet"):
-            raise unknown_choice("model", m, ["mlp", "lstm", "transformer", "resnet"])
+        if m not in ALL_MODELS:
+            raise unknown_choice("model", m, ALL_MODELS)
     overrides = [o for o in args.overrides if not o.startswith("model=")]
-    png = curves(args.bug, models, parse_seeds(args.seeds),
-                 store.ensure_writable(Path(args.runs)), Path(args.out), args.workers,
-                 overrides, " ".join(["bugzoo curves", *argv]), not args.no_progress)
+    png = curves(args.bug, models, options.patterns, options.seeds,
+                 store.ensure_writable(Path(args.runs)), Path(args.out), options.workers,
+                 overrides, " ".join(["bugzoo curves", *argv]), options.progress)
     print(f"wrote {png} and {png.with_suffix('.parquet')}")
     return 0

@@ -6,11 +6,12 @@ import textwrap
 
 import pandas as pd
 
-from bugzoo.bugs import all_bugs, get_bug
-from bugzoo.config import scenarios
+from bugzoo.bugs import get_bug, list_bugs
+from bugzoo.detector import installed_detectors
 from bugzoo.errors import ArgumentParser, unknown_choice
+from bugzoo.judge.tables import markdown
 from bugzoo.models import MODELS
-from bugzoo.tables import markdown
+from bugzoo.scenarios import list_scenarios
 
 LISTS = ("bugs", "models", "scenarios", "detectors")
 
@@ -19,7 +20,7 @@ def bugs_table() -> pd.DataFrame:
     return pd.DataFrame([{
         "id": b.id, "category": b.category, "loud": "loud" if b.loud else "silent",
         "models": ",".join(b.models), "title": b.title,
-    } for b in all_bugs()])
+    } for b in list_bugs()])
 
 
 def models_table() -> pd.DataFrame:
@@ -28,24 +29,16 @@ def models_table() -> pd.DataFrame:
 
 
 def scenarios_table() -> pd.DataFrame:
-    import torch
-
-    from bugzoo.harness.bench import scenario_bug
-
     rows = []
-    for sid, node in scenarios().items():
-        bug_id = scenario_bug(node)
-        needs_cuda = bug_id is not None and "cuda" in get_bug(bug_id).requires
-        skipped = node.get("excluded") or (
-            "requires CUDA (none here)" if needs_cuda and not torch.cuda.is_available() else "")
-        rows.append({"id": sid, "model": sid.split("-", 1)[0], "bug": bug_id or "clean",
-                     "default_sweep": not skipped, "note": skipped})
+    for s in list_scenarios():
+        skipped = s.skip_reason()
+        rows.append({"id": s.id, "model": s.model, "bug": s.bug or "clean",
+                     "control": s.control or ("" if s.clean else "(none)"),
+                     "default_sweep": not skipped, "note": skipped or s.description})
     return pd.DataFrame(rows)
 
 
 def detectors_table() -> pd.DataFrame:
-    from bugzoo.detector import installed_detectors
-
     return pd.DataFrame([{"name": name, "entry_point": ep.value,
                           "package": ep.dist.name if ep.dist else ""}
                          for name, ep in sorted(installed_detectors().items())])
@@ -77,8 +70,8 @@ def bug_card(bug_id: str) -> str:
         f"  category: {b.category}   {'LOUD (crashes or hangs)' if b.loud else 'silent'}",
         f"  models:   {', '.join(b.models)}",
         f"  onset:    {b.onset}",
-        f"  check:    {b.symptom.metric} {b.symptom.direction} than clean runs",
-        "", "SYMPTOM", wrap(b.symptom.description),
+        f"  check:    {b.check.metric} {b.check.direction} than clean runs",
+        "", "SYMPTOM", wrap(b.symptom),
         "", "BUGGY", textwrap.indent(b.buggy, "  "),
         "", "FIXED", textwrap.indent(b.fixed, "  "),
         "", "WHY", wrap(b.explanation),

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from bugzoo.bugs import ALL_MODELS, CATEGORIES, Bug, all_bugs
+from bugzoo.bugs import ALL_MODELS, CATEGORIES, Bug, list_bugs
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
+from bugzoo.judge.scoring import bug_board, outcomes
 
 log = logging.getLogger(__name__)
 
@@ -81,8 +82,6 @@ def table_html(frame: pd.DataFrame) -> str:
 def catches(sweep_dir: Path | None, results: Path) -> pd.DataFrame:
     """Per (bug, detector): hits over buggy runs, from the sweep when it holds runs, else from
     the published ``leaderboard_bugs.csv``; empty when there is neither."""
-    from bugzoo.scoring import bug_board, outcomes
-
     if sweep_dir is not None and any(store.iter_runs(sweep_dir)):
         return bug_board(outcomes(sweep_dir))
     published = results / "leaderboard_bugs.csv"
@@ -95,9 +94,9 @@ def bug_page(bug: Bug, curves: Path | None, validity: pd.DataFrame, caught: pd.D
              f"<p><span class=tag>{esc(bug.category)}</span>"
              f"<span class=tag>{'loud' if bug.loud else 'silent'}</span> models: "
              f"{esc(', '.join(bug.models))}; onset: {esc(bug.onset)}</p>",
-             "<h2>Symptom</h2>", f"<p>{esc(bug.symptom.description)}</p>",
-             f"<p>Checked as: <code>{esc(bug.symptom.metric)}</code> "
-             f"{esc(bug.symptom.direction)} than clean runs.</p>"]
+             "<h2>Symptom</h2>", f"<p>{esc(bug.symptom)}</p>",
+             f"<p>Checked as: <code>{esc(bug.check.metric)}</code> "
+             f"{esc(bug.check.direction)} than clean runs.</p>"]
     if curves is not None:
         parts.append(f"<h2>Curves</h2><img src='../curves/{esc(curves.name)}' "
                      f"alt='symptom curves of {esc(bug.id)}'>")
@@ -119,9 +118,9 @@ def index_page(bugs: list[Bug], leaderboard: str) -> str:
     entries = "".join(
         f"<div class=bug {attrs(b)}><a href='bugs/{esc(b.id)}.html'><b>{esc(b.id)}</b></a> "
         f"<span class=tag>{esc(b.category)}</span>{esc(b.title)}<br><small>"
-        f"{esc(b.symptom.description)}</small></div>" for b in bugs)
+        f"{esc(b.symptom)}</small></div>" for b in bugs)
     cards = "".join(
-        f"<div class=card {attrs(b)}><p><b>Symptom:</b> {esc(b.symptom.description)}</p>"
+        f"<div class=card {attrs(b)}><p><b>Symptom:</b> {esc(b.symptom)}</p>"
         f"<p>What is wrong in this code?</p><pre>{esc(b.buggy_puzzle)}</pre>"
         f"<button class=reveal onclick='reveal(this)'>Reveal</button>"
         f"<div class='answer hidden'><p><b>{esc(b.id)}</b>: {esc(b.title)}</p>"
@@ -151,7 +150,7 @@ def leaderboard_html(results: Path) -> str:
 
 def build(results: Path, out: Path, sweep_dir: Path | None) -> Path:
     """Write the catalogue; returns the index path."""
-    bugs = all_bugs()
+    bugs = list_bugs()
     try:
         (out / "bugs").mkdir(parents=True, exist_ok=True)
     except OSError as e:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.reproducers import Delta
+from bugzoo.teach.reproducers import Delta
 
 DEFAULTS: dict[str, object] = {"STEPS": 200, "LR": 1e-2, "N_TRAIN": 2000, "NOISE": 0.0, "N_VAL": 500,
                                "SPREAD": 2.0}

@@ -4,7 +4,7 @@
   on ``log(x - x.min() + 1e-9)`` in the MLP's second layer at step 50; run it with NaN-hunting
   detectors and say which alarm points at the culprit.
 * ``overfit-batch`` (E.9.2, overfit a single batch): the smoke test of
-  :func:`bugzoo.smoke.overfit_single_batch`; it passes on clean models and fails on broken
+  :func:`bugzoo.judge.overfit.overfit_single_batch`; it passes on clean models and fails on broken
   ones (exit code 1), e.g. ``mlp-double_softmax`` or ``mlp-frozen_from_start``.
 """
 
@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import textwrap
 
-from bugzoo.config import compose_run, scenarios
+from bugzoo.config import compose_run
 from bugzoo.errors import ArgumentParser, UsageError, unknown_choice
+from bugzoo.scenarios import get_scenario
 
 NAN_SCENARIO = "mlp-planted_log_layer"
 # fp16 autocast: 1e-9 underflows to 0 in half precision, so the log's backward yields NaN
@@ -63,6 +64,7 @@ slowly and does not reach the target in time. Both fail the smoke test.""",
 
 def nan_hunt() -> list[str]:
     """Run the planted-NaN scenario with the NaN-hunting detectors; the alarms as lines."""
+    # torch loads only when an exercise runs, not for listing or reading the guides
     from bugzoo.detector import load_detector
     from bugzoo.harness.runner import execute
 
@@ -76,11 +78,11 @@ def nan_hunt() -> list[str]:
 
 
 def overfit_batch(scenario: str, steps: int) -> tuple[bool, list[str]]:
-    """The single-batch smoke test on one scenario: (passed, report lines)."""
-    from bugzoo.smoke import overfit_single_batch
+    """The single-batch overfit check on one scenario: (passed, report lines)."""
+    # torch loads only when an exercise runs, not for listing or reading the guides
+    from bugzoo.judge.overfit import overfit_single_batch
 
-    if scenario not in scenarios():
-        raise unknown_choice("scenario", scenario, scenarios())
+    get_scenario(scenario)  # an unknown id: one line with a "did you mean"
     result = overfit_single_batch(compose_run([f"scenario={scenario}"]), steps=steps)
     lines = [f"step {i:4d}  loss {loss:.4f}" for i, loss in enumerate(result["losses"])
              if i % 10 == 0]

@@ -41,8 +41,8 @@ from bugzoo.config import resolved
 from bugzoo.data import BatchLoader
 from bugzoo.detector import Detector
 from bugzoo.harness import store
-from bugzoo.harness.runner import RunResult, Watch, run_scenario_id, run_view
-from bugzoo.summary import summarize
+from bugzoo.harness.record import DetectorStatus, RunResult, build_summary
+from bugzoo.harness.watch import run_view, watches_for
 from bugzoo.train import Trainer, measure
 
 log = logging.getLogger(__name__)
@@ -78,12 +78,11 @@ class DistributedTrainer(Trainer):
         ids = [self.device.index] if self.device.type == "cuda" else None
         return DistributedDataParallel(model, device_ids=ids)
 
-    def build_loaders(self) -> tuple[BatchLoader, BatchLoader]:
-        train, val = super().build_loaders()
+    def build_train_loader(self) -> BatchLoader:
+        train = super().build_train_loader()
         rows = torch.arange(self.rank, len(train.split), self.world_size)
-        shard = BatchLoader(train.split.subset(rows), train.batch_size, shuffle=True,
-                            seed=self.seed, drop_last=True)
-        return shard, val
+        return BatchLoader(train.split.subset(rows), train.batch_size, shuffle=True,
+                           seed=self.seed, drop_last=True)
 
 
 def _flat_params(model: nn.Module) -> torch.Tensor:
@@ -121,8 +120,7 @@ def rank_main(run_dir: Path, rank: int) -> int:
     wait_group = dist.new_group(backend="gloo", timeout=wait)
     bug = job["bug"]
     trainer = DistributedTrainer(cfg, bug, rank=rank, world_size=world_size)
-    budget_s = cfg.harness.get("detector_budget_s")
-    watches = [Watch(d, budget_s) for d in job["detectors"]] if rank == 0 else []
+    watches = watches_for(job["detectors"], cfg) if rank == 0 else []
     rows: list[dict] = []
     result: dict = {"rank": rank, "error": None, "timed_out": False, "holdout": None}
     start = time.perf_counter()
@@ -131,7 +129,7 @@ def rank_main(run_dir: Path, rank: int) -> int:
         for w in watches:
             w.call("setup", run_view(trainer))
         dist.monitored_barrier(group=wait_group, timeout=wait)
-        trainer.fit([lambda obs, w=w: w.call("observe", obs) for w in watches], rows=rows)
+        trainer.fit([w.observer() for w in watches], rows=rows)
         torch.save(_flat_params(trainer.model), run_dir / f"params{rank}.pt")
         dist.monitored_barrier(group=wait_group, timeout=wait)  # all trained before teardown
         if rank == 0:
@@ -145,7 +143,7 @@ def rank_main(run_dir: Path, rank: int) -> int:
             w.call("teardown")
         wall_s = time.perf_counter() - start
         result.update(
-            rows=rows, wall_s=wall_s, onset=trainer.onset,
+            rows=rows, wall_s=wall_s,
             num_classes=trainer.data.num_classes if hasattr(trainer, "data") else 2,
             device=str(trainer.device),
             alarms=[a for w in watches for a in w.alarms],
@@ -225,7 +223,7 @@ def execute_distributed(cfg: DictConfig, detectors: list[Detector] = (), bug: Bu
             for rank in range(world_size):
                 with open(run_dir / f"rank{rank}.log", "wb") as err:
                     procs.append(subprocess.Popen(
-                        [sys.executable, "-m", "bugzoo.distributed", str(run_dir), str(rank)],
+                        [sys.executable, "-m", "bugzoo.harness.distributed", str(run_dir), str(rank)],
                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                         env=env, start_new_session=True))
             finished = _wait(procs, time.monotonic() + float(cfg.harness.timeout_s))
@@ -249,31 +247,20 @@ def execute_distributed(cfg: DictConfig, detectors: list[Detector] = (), bug: Bu
             log.info("rank %d: %s\n%s", rank, error, tail)
 
     lead = results[0] or {}
-    trace = pd.DataFrame(lead.get("rows", []))
-    summary = summarize(trace, lead.get("num_classes", 2))
-    if outcome == "completed" and lead.get("holdout"):
-        holdout_loss, holdout_acc = lead["holdout"]
-        summary.update(holdout_loss=holdout_loss, holdout_acc=holdout_acc,
-                       val_holdout_gap=summary["final_val_acc"] - holdout_acc)
     # a rank's own collective timeout says more than a peer's barrier giving up on it
     timeouts = sorted((r["error"] for r in results if r and r["timed_out"]),
                       key=lambda e: "monitoredbarrier" in e.lower())
     first_error = next(iter(timeouts), None) or next((e for e in errors if e), None)
     if not finished:
         first_error = f"run passed harness.timeout_s={cfg.harness.timeout_s}; ranks killed"
-    statuses = lead.get("detectors") or {d.name: {"error": "rank 0 gave no result",
-                                                   "seconds": 0.0, "overhead": 0.0, "alarms": 0}
+    statuses = lead.get("detectors") or {d.name: DetectorStatus(error="rank 0 gave no result")
                                          for d in detectors}
-    summary.update(
-        scenario=run_scenario_id(cfg),
-        model=cfg.model.name, data=cfg.data.name, bug=bug.id if bug else None,
-        category=bug.category if bug else None, loud=bug.loud if bug else False,
-        onset=lead.get("onset") if bug else None, seed=int(cfg.seed), steps=int(cfg.harness.steps),
-        outcome=outcome, crashed=outcome == "crashed", hung=outcome == "hang",
-        error=first_error, wall_s=wall_s, device=lead.get("device", "cpu"),
-        torch_version=torch.__version__, world_size=world_size, backend=backend,
-        rank_errors=errors, rank_param_divergence=_divergence(params),
-        detectors=statuses)
+    trace = pd.DataFrame(lead.get("rows", []))
+    summary = build_summary(
+        cfg, bug, trace=trace, outcome=outcome, error=first_error, wall_s=wall_s,
+        detectors=statuses, num_classes=lead.get("num_classes", 2),
+        holdout=lead.get("holdout"), device=lead.get("device", "cpu"), world_size=world_size,
+        backend=backend, rank_errors=errors, rank_param_divergence=_divergence(params))
     alarms = pd.DataFrame(lead.get("alarms", []), columns=store.ALARM_COLUMNS)
     return RunResult(resolved(cfg), trace, alarms, summary)
 

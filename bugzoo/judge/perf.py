@@ -14,7 +14,6 @@ Tables go to ``results/perf/`` with the command that made them.
 from __future__ import annotations
 
 import logging
-import os
 import statistics
 import tempfile
 import time
@@ -32,12 +31,22 @@ from bugzoo.detector import (
     load_detector,
     unavailable,
 )
-from bugzoo.errors import ArgumentParser, UsageError
-from bugzoo.harness import bench, store
-from bugzoo.harness.runner import Watch, execute, run_view
+from bugzoo.errors import ArgumentParser
+from bugzoo.harness import store
+from bugzoo.harness.runner import execute
+from bugzoo.harness.sweep import (
+    QUICK_OVERRIDES,
+    plan_runs,
+    run_timeout,
+    select_scenarios,
+    sweep,
+    sweep_options,
+    sweep_parser,
+)
+from bugzoo.harness.watch import Watch, run_view
+from bugzoo.judge.overfit import overfit_single_batch
+from bugzoo.judge.tables import markdown
 from bugzoo.models import MODELS
-from bugzoo.smoke import overfit_single_batch
-from bugzoo.tables import markdown
 from bugzoo.train import Trainer
 
 OUT = Path("results/perf")
@@ -163,29 +172,31 @@ def overhead(models: list[str], detectors: list[str], blocks: int = 15, steps: i
     return pd.DataFrame(rows)
 
 
-def sweep_efficiency(patterns: list[str] | None, quick: bool, workers: int) -> pd.DataFrame:
-    """Run one detector-free, single-seed sweep serially, then again on ``workers`` processes.
+def sweep_efficiency(patterns: list[str] | None, quick: bool, seeds: list[int], workers: int
+                     ) -> pd.DataFrame:
+    """Run one detector-free sweep serially, then again on ``workers`` processes.
 
     Efficiency = (sum of the serial runs' own run times / workers) / parallel sweep wall time:
     1.0 means the parallel sweep lost nothing to start-up, scheduling, stragglers or contention.
     """
-    plan = bench.scenario_plan(patterns, quick=quick)
-    overrides = list(bench.QUICK_OVERRIDES if quick else ())
-    timeout = bench.run_timeout(plan, overrides)
+    scenarios = select_scenarios(patterns, quick=quick)
+    overrides = list(QUICK_OVERRIDES if quick else ())
+    timeout = run_timeout(scenarios, overrides)
     rows = []
-    label = "quick" if quick else ("selected" if patterns else "default") + ", 1 seed"
+    kind = "quick" if quick else "selected" if patterns else "default"
+    label = f"{kind}, {len(seeds)} seed" + ("s" if len(seeds) > 1 else "")
     counts = sorted({1, workers})
     with tempfile.TemporaryDirectory(prefix="bugzoo-perf-") as tmp:
         walls, run_s = {}, {}
         for n in counts:
             out = Path(tmp) / f"workers{n}"
-            tasks = bench.plan_tasks(plan, [0], overrides, [], out, timeout)
+            tasks = plan_runs(scenarios, seeds, overrides, [], out, timeout)
             t0 = time.perf_counter()
-            bench.sweep(tasks, n)
+            sweep(tasks, n)
             walls[n] = time.perf_counter() - t0
             run_s[n] = sum(store.read_summary(t.path)["wall_s"] for t in tasks)
         for n in counts:
-            rows.append({"sweep": label, "runs": len(plan), "workers": n,
+            rows.append({"sweep": label, "runs": len(scenarios) * len(seeds), "workers": n,
                          "wall_s": round(walls[n], 1), "sum_run_s": round(run_s[n], 1),
                          "sum_serial_run_s": round(run_s[1], 1),
                          "efficiency": round(run_s[1] / n / walls[n], 3)})
@@ -222,25 +233,21 @@ def write(table: pd.DataFrame, name: str, title: str, command: str, note: str = 
 
 
 def main(argv: list[str]) -> int:
-    p = ArgumentParser(prog="bugzoo perf", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="bugzoo perf", description=__doc__.splitlines()[0],
+                       parents=[sweep_parser()])
     p.add_argument("what", choices=["baselines", "overhead", "sweep"])
     p.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     p.add_argument("--detectors", nargs="+",
                    help="default: the default suite plus the real tools that can run here")
     p.add_argument("--quick", action="store_true", help="sweep: the --quick sweep's scenarios")
-    p.add_argument("--scenarios", nargs="+", metavar="GLOB", help="sweep: scenario id globs")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                   help="sweep: parallel workers")
     args = p.parse_args(argv)
+    options = sweep_options(args, "0")
     torch.set_num_threads(1)
     command = " ".join(["bugzoo perf", *argv])
     if args.what == "baselines":
         path = write(baselines(args.models), "baselines", "Clean baselines", command)
     elif args.what == "sweep":
-        if not 1 <= args.workers <= bench.MAX_WORKERS:
-            raise UsageError(f"--workers must be between 1 and {bench.MAX_WORKERS}, "
-                             f"got {args.workers}")
-        table = sweep_efficiency(args.scenarios, args.quick, args.workers)
+        table = sweep_efficiency(options.patterns, args.quick, options.seeds, options.workers)
         name = "sweep_quick" if args.quick else "sweep"
         path = write(table, name, "Sweep efficiency", command, SWEEP_NOTE)
     else:

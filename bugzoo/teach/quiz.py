@@ -16,13 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+from matplotlib.figure import Figure
 
 from bugzoo.bugs import ALL_MODELS, CATEGORIES, Bug, get_bug
-from bugzoo.catalogue import bug_card
-from bugzoo.config import scenarios
 from bugzoo.errors import ArgumentParser, UsageError, unknown_choice
 from bugzoo.harness import store
-from bugzoo.harness.bench import scenario_bug, scenario_plan, sweep
+from bugzoo.harness.sweep import select_scenarios, sweep
+from bugzoo.judge.validity import plan_validity_runs
+from bugzoo.scenarios import Scenario, list_scenarios
+from bugzoo.teach.catalogue import bug_card
 
 LETTERS = "ABCD"
 BARS = "▁▂▃▄▅▆▇█"
@@ -30,8 +32,8 @@ SHOWN = ("final_val_acc", "final_val_loss", "max_grad_norm", "nonfinite", "crash
 
 
 @dataclass
-class Symptoms:
-    """What was observed: buggy and clean traces and summaries of one scenario."""
+class QuestionRuns:
+    """What a question shows: buggy and clean traces and summaries of one scenario."""
 
     buggy: pd.DataFrame
     clean: pd.DataFrame
@@ -39,25 +41,22 @@ class Symptoms:
     clean_summary: dict
 
 
-def pool(category: str | None, model: str | None) -> list[str]:
+def pool(category: str | None, model: str | None) -> list[Scenario]:
     """Buggy scenarios a question can be about: quick in-process runs, matching the filters."""
     chosen = []
-    for sid, isolate in scenario_plan(None, cuda=False).items():
-        bug_id = scenario_bug(scenarios()[sid])
-        if isolate or bug_id is None:
+    for s in select_scenarios(None, device="cpu"):
+        if s.isolate or s.clean:
             continue
-        bug = get_bug(bug_id)
-        if (category and bug.category != category) or (model and not sid.startswith(f"{model}-")):
+        if (category and get_bug(s.bug).category != category) or (model and s.model != model):
             continue
-        chosen.append(sid)
-    return sorted(chosen)
+        chosen.append(s)
+    return chosen
 
 
 def distractors(bug: Bug, model: str, rng: random.Random) -> list[Bug]:
     """Three other bugs: same category first, then bugs of the same model."""
-    others = [get_bug(scenario_bug(n)) for s, n in sorted(scenarios().items())
-              if scenario_bug(n) and scenario_bug(n) != bug.id]
-    unique = list({b.id: b for b in others}.values())
+    ids = dict.fromkeys(s.bug for s in list_scenarios() if s.bug and s.bug != bug.id)
+    unique = [get_bug(b) for b in ids]
     same_cat = [b for b in unique if b.category == bug.category]
     same_model = [b for b in unique if model in b.models and b not in same_cat]
     rest = [b for b in unique if b not in same_cat and b not in same_model]
@@ -77,21 +76,18 @@ def _traces(root: Path, sweep_dir: str, scenario: str) -> tuple[pd.DataFrame, di
     return trace, store.read_summary(runs[0])
 
 
-def symptoms(scenario: str, stored: Path, cache: Path, steps: int) -> Symptoms:
+def question_runs(scenario: Scenario, stored: Path, cache: Path, steps: int) -> QuestionRuns:
     """Stored runs of ``scenario`` and its control, made (1 seed, short) and cached if missing."""
-    from bugzoo.validity import control_of, plan_tasks
-
-    control = control_of(scenario)[0]
     for root in (stored, cache):
         if root == cache:
-            tasks, _ = plan_tasks(store.ensure_writable(root), [scenario], [0],
-                                  [f"harness.steps={steps}", "harness.eval_interval=10"])
+            tasks, _ = plan_validity_runs(store.ensure_writable(root), [scenario.id], [0],
+                                          [f"harness.steps={steps}", "harness.eval_interval=10"])
             sweep(tasks, workers=1, progress=False)
-        buggy, buggy_summary = _traces(root, "buggy", scenario)
-        clean, clean_summary = _traces(root, "control", control)
+        buggy, buggy_summary = _traces(root, "buggy", scenario.id)
+        clean, clean_summary = _traces(root, "control", scenario.control)
         if buggy_summary and clean_summary:
-            return Symptoms(buggy, clean, buggy_summary, clean_summary)
-    raise UsageError(f"could not produce runs of scenario '{scenario}'")
+            return QuestionRuns(buggy, clean, buggy_summary, clean_summary)
+    raise UsageError(f"could not produce runs of scenario '{scenario.id}'")
 
 
 def sparkline(values: list[float], lo: float, hi: float, width: int = 40) -> str:
@@ -116,7 +112,7 @@ def _series(trace: pd.DataFrame, column: str) -> list[float]:
     return series.tolist()
 
 
-def describe(s: Symptoms, metric: str) -> str:
+def describe(s: QuestionRuns, metric: str) -> str:
     """The symptom block: sparklines (shared scale per quantity) and summary numbers."""
     lines = []
     for column, label in (("loss", "training loss"), ("val_acc", "validation accuracy"),
@@ -144,14 +140,10 @@ def _fmt(value) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
-def draw(s: Symptoms, path: Path) -> Path:
+def draw(s: QuestionRuns, path: Path) -> Path:
     """An anonymous figure (no bug named) of the loss and validation accuracy curves."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3))
+    fig = Figure(figsize=(8, 3))
+    axes = fig.subplots(1, 2)
     for ax, column in zip(axes, ("loss", "val_acc"), strict=True):
         for name, trace, colour in (("clean", s.clean, "#1f77b4"), ("buggy", s.buggy, "#d62728")):
             if not trace.empty and column in trace:
@@ -164,7 +156,6 @@ def draw(s: Symptoms, path: Path) -> Path:
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=80)
-    plt.close(fig)
     return path
 
 
@@ -186,15 +177,14 @@ def quiz(n: int, seed: int, category: str | None, model: str | None, stored: Pat
     rng = random.Random(seed)
     chosen = rng.sample(candidates, min(n, len(candidates)))
     score = 0
-    for number, sid in enumerate(chosen, 1):
-        scenario_model = sid.split("-", 1)[0]
-        bug = get_bug(scenario_bug(scenarios()[sid]))
-        options = [bug, *distractors(bug, scenario_model, rng)]
+    for number, scenario in enumerate(chosen, 1):
+        bug = get_bug(scenario.bug)
+        options = [bug, *distractors(bug, scenario.model, rng)]
         rng.shuffle(options)
-        s = symptoms(sid, stored, cache, steps)
-        print(f"\n=== Question {number}/{len(chosen)}: a {scenario_model} run went wrong "
+        s = question_runs(scenario, stored, cache, steps)
+        print(f"\n=== Question {number}/{len(chosen)}: a {scenario.model} run went wrong "
               f"({s.buggy_summary.get('steps', '?')} steps, {s.buggy_summary.get('outcome')}) ===")
-        print(describe(s, bug.symptom.metric))
+        print(describe(s, bug.check.metric))
         if png_dir is not None:
             print(f"  curves: {draw(s, png_dir / f'question{number}.png')}")
         print("Which bug is it?")

@@ -4,7 +4,7 @@ Outcomes of one detector on one run (its *first* alarm decides):
 
 * buggy run: ``hit`` (first alarm at or after onset), ``early`` (before onset: a false alarm),
   ``miss`` (no alarm);
-* clean run (scenario id ending in ``-clean`` or ``.control``): ``false_alarm`` or ``quiet``.
+* clean run (no bug planted: a control or a healthy variant): ``false_alarm`` or ``quiet``.
 
 Aggregates carry 95% confidence intervals: Wilson intervals for rates, percentile bootstrap
 for medians and means. Loud bugs (crash, hang) are scored apart from silent ones.
@@ -12,7 +12,6 @@ for medians and means. Loud bugs (crash, hang) are scored apart from silent ones
 
 from __future__ import annotations
 
-import argparse
 import logging
 import math
 from collections.abc import Callable
@@ -22,17 +21,13 @@ import numpy as np
 import pandas as pd
 
 from bugzoo.detector import REAL_TOOLS
-from bugzoo.errors import UsageError
+from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
 
 log = logging.getLogger(__name__)
 
 Z95 = 1.959963984540054
 BOOTSTRAP = 2000
-
-
-def is_clean(scenario: str) -> bool:
-    return scenario.endswith("-clean") or scenario.endswith(".control")
 
 
 def wilson(successes: int, n: int) -> tuple[float, float, float]:
@@ -67,7 +62,7 @@ def run_outcomes(path: Path) -> list[dict]:
     summary = store.read_summary(path)
     alarms = store.read_alarms(path)
     scenario = summary["scenario"]
-    clean = is_clean(scenario) or not summary.get("bug")
+    clean = not summary.get("bug")
     onset = int(summary.get("onset") or 0)
     elapsed = pd.Series(dtype=float)
     if not alarms.empty:
@@ -279,7 +274,7 @@ def score_sweep(sweep_dir: Path, publish: Path | None = None,
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="bugzoo score",
+    p = ArgumentParser(prog="bugzoo score",
                                 description="Recompute the leaderboard of a stored sweep.")
     p.add_argument("sweep_dir", help="a sweep folder, e.g. results/runs/bench")
     p.add_argument("--publish", action="store_true",

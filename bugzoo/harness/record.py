@@ -1,0 +1,146 @@
+"""The run record: what one run leaves behind, ``summary.json`` above all.
+
+:func:`summarize` computes the metrics of a trace (the fields that symptom checks compare);
+:func:`build_summary` assembles every key of ``summary.json``, for in-process runs, distributed
+runs and runs whose process died without a word alike; :class:`DetectorStatus` says how one
+detector fared in a run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from omegaconf import DictConfig
+
+from bugzoo.bugs import Bug
+from bugzoo.telemetry import TIMING_COLUMNS
+
+
+@dataclass
+class DetectorStatus:
+    """How one detector fared in one run.
+
+    ``error``: the first exception or time-budget overrun in one of its calls or hooks (the
+    detector is not called again after one); ``seconds``: time spent inside its calls and hooks;
+    ``overhead``: that time as a share of the run's wall time; ``alarms``: how many it raised.
+    """
+
+    error: str | None = None
+    seconds: float = 0.0
+    overhead: float = 0.0
+    alarms: int = 0
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class RunResult:
+    """Everything one run produced: the resolved config, the trace (one row per step), the
+    alarms (``store.ALARM_COLUMNS``) and the summary (:func:`build_summary`)."""
+
+    config: dict
+    trace: pd.DataFrame
+    alarms: pd.DataFrame
+    summary: dict
+    trainer: Any = field(default=None, repr=False)  # the built Trainer (for inspection)
+
+
+def trace_digest(trace: pd.DataFrame) -> str:
+    """A hash of every non-timing trace column: equal digests mean bitwise-equal traces."""
+    stable = trace.drop(columns=[c for c in TIMING_COLUMNS if c in trace.columns])
+    return hashlib.sha256(pd.util.hash_pandas_object(stable, index=True).values.tobytes()
+                          ).hexdigest()[:16]
+
+
+def _tail_median(series: pd.Series, n: int = 10) -> float:
+    values = series.dropna().tail(n)
+    return float(values.median()) if len(values) else math.nan
+
+
+def summarize(trace: pd.DataFrame, num_classes: int | None) -> dict:
+    """Scalar metrics of a completed (or partial) trace."""
+    expected = math.log(num_classes) if num_classes else math.nan
+    if trace.empty:
+        return {"steps_completed": 0, "expected_initial_loss": expected}
+    loss = trace["loss"]
+    finite = np.isfinite(loss)
+    evals = trace.dropna(subset=["val_acc"])
+    nonfinite_steps = trace.loc[~finite, "step"]
+    early, late = loss.iloc[: max(1, len(loss) // 10)], loss.iloc[-max(1, len(loss) // 5):]
+    return {
+        "steps_completed": int(len(trace)),
+        "initial_loss": float(loss.iloc[0]),
+        "expected_initial_loss": expected,
+        "final_loss": _tail_median(loss),
+        "min_loss": float(loss[finite].min()) if finite.any() else math.nan,
+        "loss_drop": float(early.median() - late.median()),
+        "late_loss_std": float(late.std()) if len(late) > 1 else 0.0,
+        "final_val_loss": float(evals["val_loss"].iloc[-1]) if len(evals) else math.nan,
+        "final_val_acc": float(evals["val_acc"].iloc[-1]) if len(evals) else math.nan,
+        "best_val_acc": float(evals["val_acc"].max()) if len(evals) else math.nan,
+        "nonfinite": bool((~finite).any() or (trace["nonfinite_grads"] > 0).any()),
+        "first_nonfinite_step": int(nonfinite_steps.iloc[0]) if len(nonfinite_steps) else None,
+        "max_grad_norm": float(trace["grad_norm"].max()),
+        "median_grad_norm": float(trace["grad_norm"].median()),
+        "final_grad_norm": _tail_median(trace["grad_norm"]),
+        "mean_zero_grad_frac": float(trace["zero_grad_frac"].mean()),
+        "mean_update_ratio": float(trace["update_ratio"].mean()),
+        "final_param_norm": float(trace["param_norm"].iloc[-1]),
+        "final_lr": float(trace["lr"].iloc[-1]),
+        "max_lr": float(trace["lr"].max()),
+        "mean_lr": float(trace["lr"].mean()),
+        "train_mode_frac": float(trace["training"].mean()),
+        "peak_rss_mb": float(trace["rss_mb"].max()),
+        "rss_growth_mb": float(trace["rss_mb"].tail(10).median()
+                               - trace["rss_mb"].head(10).median()),
+        # live heap at the end vs after the first steps (optimizer state exists by then)
+        "heap_growth_mb": float(trace["heap_mb"].tail(10).median()
+                                - trace["heap_mb"].iloc[5:15].median()),
+        "data_time_frac": float(trace["data_s"].sum() / max(trace["step_s"].sum(), 1e-9)),
+        "median_step_s": float(trace["step_s"].median()),
+        "trace_digest": trace_digest(trace),
+    }
+
+
+def scenario_of(cfg: DictConfig) -> str:
+    """The scenario id a run is stored under: the composed ``scenario`` (``<model>-<bug>`` or
+    ``<model>-clean`` for a run composed without one); a scenario run with its bug removed
+    (``~bug``) is ``<scenario>.control``."""
+    derived = f"{cfg.model.name}-{cfg.bug.id if cfg.get('bug') else 'clean'}"
+    named = cfg.get("scenario")
+    if not named or named == derived:
+        return derived
+    return f"{named}.control" if cfg.get("bug") is None else named
+
+
+def build_summary(cfg: DictConfig, bug: Bug | None, *, trace: pd.DataFrame, outcome: str,
+                  error: str | None, wall_s: float, detectors: dict[str, DetectorStatus],
+                  num_classes: int | None = None, holdout: tuple[float, float] | None = None,
+                  device: str | None = None, world_size: int = 1, backend: str | None = None,
+                  rank_errors: list | None = None,
+                  rank_param_divergence: float | None = None) -> dict:
+    """Every key of a run's ``summary.json``: the trace metrics, the holdout measurement of a
+    completed run, what ran (scenario, model, bug, seed, ...), how it ended, the ranks of a
+    distributed run and each detector's status."""
+    summary = summarize(trace, num_classes)
+    if outcome == "completed" and holdout is not None:
+        holdout_loss, holdout_acc = holdout
+        summary.update(holdout_loss=holdout_loss, holdout_acc=holdout_acc,
+                       val_holdout_gap=summary["final_val_acc"] - holdout_acc)
+    summary.update(
+        scenario=scenario_of(cfg), model=cfg.model.name, data=cfg.data.name,
+        bug=bug.id if bug else None, category=bug.category if bug else None,
+        loud=bug.loud if bug else False, onset=int(cfg.bug.onset) if bug else None,
+        seed=int(cfg.seed), steps=int(cfg.harness.steps), outcome=outcome,
+        crashed=outcome == "crashed", hung=outcome == "hang", error=error, wall_s=wall_s,
+        device=device, torch_version=torch.__version__, world_size=world_size,
+        backend=backend, rank_errors=rank_errors, rank_param_divergence=rank_param_divergence,
+        detectors={name: status.as_dict() for name, status in detectors.items()})
+    return summary

@@ -1,0 +1,147 @@
+"""Sweeps: many runs (scenarios x seeds x detectors), resumable, with progress.
+
+The pieces every sweeping verb shares (``bench``, ``validate``, ``curves``, ``perf``): the
+sweep options and their one validation, the choice of scenarios, the plan of runs, and
+:func:`sweep`, which makes the runs not stored yet. A run folder that is complete and was
+watched by every requested detector counts as done, so a killed sweep resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdm import tqdm
+
+from bugzoo.bugs import get_bug
+from bugzoo.config import compose_run
+from bugzoo.detector import is_exclusive
+from bugzoo.errors import UsageError
+from bugzoo.harness import store
+from bugzoo.harness.pool import RunTask, run_tasks
+from bugzoo.scenarios import Scenario, list_scenarios
+
+log = logging.getLogger(__name__)
+
+MAX_WORKERS = 1024  # more worker processes than this on one machine is a typo
+
+
+# ----------------------------------------------------------------------------- options
+def sweep_parser() -> argparse.ArgumentParser:
+    """The options every sweeping verb takes (use as ``parents=[sweep_parser()]``)."""
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--scenarios", nargs="+", metavar="GLOB",
+                   help="scenario ids or globs, e.g. 'mlp-*' (default: every scenario)")
+    p.add_argument("--seeds", help="comma-separated seeds, e.g. 0,1,2")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                   help="runs in parallel, one process each (default: one per CPU)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """The sweep options, validated: scenario patterns (``None``: all), seeds, workers."""
+
+    patterns: list[str] | None
+    seeds: list[int]
+    workers: int
+    progress: bool
+
+
+def sweep_options(args: argparse.Namespace, default_seeds: str) -> SweepOptions:
+    """Validate the parsed sweep options; a bad value is a one-line UsageError."""
+    if not 1 <= args.workers <= MAX_WORKERS:
+        raise UsageError(f"--workers must be between 1 and {MAX_WORKERS}, got {args.workers}")
+    return SweepOptions(args.scenarios, parse_seeds(args.seeds or default_seeds), args.workers,
+                        not args.no_progress)
+
+
+def parse_seeds(text: str) -> list[int]:
+    try:
+        seeds = sorted({int(s) for s in text.split(",") if s.strip()})
+    except ValueError:
+        raise UsageError(f"--seeds takes a comma-separated list of integers, got {text!r}") from None
+    if not seeds:
+        raise UsageError("--seeds is empty")
+    if not 0 <= seeds[0] <= seeds[-1] < 2**32:
+        raise UsageError(f"--seeds must be integers in [0, 2**32), got {text!r}")
+    return seeds
+
+
+# ----------------------------------------------------------------------------- planning
+QUICK_BUGS = 3  # --quick: the mlp clean control plus this many mlp bug scenarios
+QUICK_OVERRIDES = ("harness.steps=60", "harness.eval_interval=20")
+
+
+def select_scenarios(patterns: list[str] | None, quick: bool = False, device: str = "auto",
+                     include_excluded: bool = False) -> list[Scenario]:
+    """The scenarios a sweep runs: those matching ``patterns`` (default all), minus those
+    excluded or unable to run on ``device`` (each logged with its reason). ``quick`` without
+    patterns keeps the mlp control and a few silent mlp bugs of distinct categories."""
+    chosen = []
+    for scenario in list_scenarios(patterns):
+        if reason := scenario.skip_reason(device, include_excluded):
+            log.info("skipping %s: %s", scenario.id, reason)
+        else:
+            chosen.append(scenario)
+    if quick and not patterns:
+        control = next((s for s in chosen if s.id == "mlp-clean"), None)
+        keep = {"clean": control} if control else {}
+        for s in chosen:
+            if s.model == "mlp" and not s.isolate and len(keep) <= QUICK_BUGS:
+                keep.setdefault(get_bug(s.bug).category if s.bug else "clean", s)
+        chosen = sorted(keep.values(), key=lambda s: s.id)
+    return chosen
+
+
+def plan_runs(scenarios: list[Scenario], seeds: list[int], overrides: list[str],
+              detectors: list[str], out: Path, timeout: float) -> list[RunTask]:
+    """One run per scenario and seed watched by every shared detector, plus one run of its own
+    (tagged with its name) for each exclusive detector."""
+    exclusive = [d for d in detectors if is_exclusive(d)]
+    shared = tuple(d for d in detectors if d not in exclusive)
+    # the untagged run exists unless every detector has a run of its own
+    groups = ([("", shared)] if shared or not exclusive else []) + [(d, (d,)) for d in exclusive]
+    return [RunTask(s.id, seed, tuple(overrides), names, str(out), s.isolate, timeout, tag)
+            for s in scenarios for seed in seeds for tag, names in groups]
+
+
+def run_timeout(scenarios: list[Scenario], overrides: list[str]) -> float:
+    """``harness.timeout_s`` of the sweep's runs (the first scenario's, with the overrides)."""
+    return float(compose_run([f"scenario={scenarios[0].id}", *overrides]).harness.timeout_s)
+
+
+# ----------------------------------------------------------------------------- running
+def is_done(task: RunTask) -> bool:
+    """A run counts as done when its folder is complete and every requested detector watched."""
+    if not store.is_complete(task.path):
+        return False
+    watched = store.read_summary(task.path).get("detectors") or {}
+    return set(task.detectors) <= set(watched)
+
+
+def remove_partial(out: Path) -> None:
+    """Delete temporary run folders left by a killed sweep (they were never renamed in)."""
+    for tmp in out.glob("*/.seed*.tmp-*"):
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def sweep(tasks: list[RunTask], workers: int, progress: bool = True) -> Counter:
+    """Run the tasks not done yet; returns a count of outcomes of the runs made now."""
+    todo = [t for t in tasks if not is_done(t)]
+    if len(todo) < len(tasks):
+        log.info("resuming: %d of %d runs already complete", len(tasks) - len(todo), len(tasks))
+    outcomes: Counter = Counter()
+    with tqdm(total=len(todo), unit="run", disable=not progress, dynamic_ncols=True) as bar:
+        for record in run_tasks(todo, workers):
+            outcomes[record["outcome"]] += 1
+            bar.set_postfix_str(f"{record['scenario']} seed{record['seed']}: "
+                                f"{record['outcome']}", refresh=False)
+            bar.update()
+    return outcomes

@@ -1,0 +1,106 @@
+"""Detectors inside a run: the view they get, their time budget, and isolation of their failures.
+
+Shared by the in-process runner and the distributed runner (each rank builds its own
+:class:`Watch` objects), so neither imports the other.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from bugzoo.detector import Detector, RunView
+from bugzoo.harness.record import DetectorStatus
+from bugzoo.train import Trainer
+
+log = logging.getLogger(__name__)
+
+
+def run_view(trainer: Trainer) -> RunView:
+    """The detector-facing view of a built trainer (no bug identity in it)."""
+    return RunView(model=trainer.model, optimizer=trainer.optimizer, loss_fn=trainer.loss_fn,
+                   train_loader=trainer.train_loader, val_loader=trainer.val_loader,
+                   device=trainer.device, num_classes=trainer.data.num_classes,
+                   steps=trainer.steps, model_name=trainer.cfg.model.name,
+                   dataset=trainer.data.name, lr_scheduler=trainer.scheduler)
+
+
+class DetectorTimeout(Exception):
+    """A detector call ran past its time budget."""
+
+
+@contextmanager
+def time_budget(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`DetectorTimeout` inside the block once ``seconds`` have passed.
+
+    Uses SIGALRM, so it only works in the main thread of a POSIX process; elsewhere (or with
+    no budget) the block runs unbounded. A budget set around a block already under a budget is
+    not nested: the inner one wins for its duration.
+    """
+    usable = (seconds and seconds > 0 and hasattr(signal, "setitimer")
+              and threading.current_thread() is threading.main_thread())
+    if not usable:
+        yield
+        return
+
+    def on_alarm(signum, frame):
+        raise DetectorTimeout(f"exceeded its time budget of {seconds:g} s per call")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+class Watch:
+    """Runs one detector inside a run: timed, cut off after ``budget_s`` per call, and isolated
+    so its errors or hangs never sink the run (the first one is recorded, later calls skipped)."""
+
+    def __init__(self, detector: Detector, budget_s: float | None = None):
+        self.detector = detector
+        self.budget_s = budget_s
+        self.alarms: list[dict] = []
+        self.seconds = 0.0
+        self.error: str | None = None
+
+    def call(self, method: str, *args) -> None:
+        if self.error is not None:
+            return
+        t0 = time.perf_counter()
+        try:
+            with time_budget(self.budget_s):
+                raised = getattr(self.detector, method)(*args) or []
+            for a in raised:
+                self.alarms.append({"detector": self.detector.name, "step": a.step,
+                                    "symptom": a.symptom, "category": a.category,
+                                    "message": a.message})
+        except Exception as e:
+            self.error = f"{method}: {type(e).__name__}: {e}"
+            log.warning("detector %s failed in %s", self.detector.name, self.error)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def observer(self):
+        """The per-step callback the training loop calls with each Observation."""
+        return lambda obs: self.call("observe", obs)
+
+    def status(self, wall_s: float) -> DetectorStatus:
+        hook_s = getattr(self.detector, "hook_seconds", 0.0)
+        hook_errors = getattr(self.detector, "hook_errors", [])
+        seconds = self.seconds + hook_s
+        return DetectorStatus(error=self.error or (hook_errors[0] if hook_errors else None),
+                              seconds=seconds, overhead=seconds / wall_s if wall_s > 0 else 0.0,
+                              alarms=len(self.alarms))
+
+
+def watches_for(detectors: list[Detector], cfg) -> list[Watch]:
+    """One Watch per detector with the run's per-call budget (``harness.detector_budget_s``)."""
+    budget_s = cfg.harness.get("detector_budget_s", 10.0)
+    return [Watch(d, budget_s) for d in detectors]

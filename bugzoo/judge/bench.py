@@ -1,0 +1,94 @@
+"""``bugzoo bench``: sweep scenarios x seeds with every selected detector watching, then score.
+
+Default: every scenario (minus those marked ``excluded: <reason>`` and those needing CUDA when
+there is none) x seeds 0,1,2 x the default detector suite, into ``results/runs/<sweep>``. The
+detectors share one run per scenario and seed, except exclusive ones (``Detector.exclusive``,
+e.g. ``anomaly``), which get a run of their own each.
+Resumable: complete run folders are skipped, so rerunning after a crash or ``kill -9`` only
+does what is missing.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from bugzoo.detector import default_detectors, detector_names, unavailable
+from bugzoo.errors import ArgumentParser, UsageError, unknown_choice
+from bugzoo.harness import store
+from bugzoo.harness.sweep import (
+    QUICK_OVERRIDES,
+    plan_runs,
+    remove_partial,
+    run_timeout,
+    select_scenarios,
+    sweep,
+    sweep_options,
+    sweep_parser,
+)
+from bugzoo.judge.scoring import score_sweep
+
+log = logging.getLogger(__name__)
+
+BENCH_SEEDS = "0,1,2"
+
+
+def recorded_command(argv: list[str]) -> str:
+    """The bench command line as a sweep records it: without the options that change how it
+    runs but not what it makes (``--workers N``, ``--no-progress``)."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--workers":
+            skip = True
+        elif arg != "--no-progress" and not arg.startswith("--workers="):
+            kept.append(arg)
+    return " ".join(["bugzoo bench", *kept])
+
+
+def _parser() -> ArgumentParser:
+    p = ArgumentParser(
+        prog="bugzoo bench", parents=[sweep_parser()],
+        description="Sweep scenarios x seeds with detectors watching, then score them.")
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
+                   help="run-setting overrides for every run, e.g. harness.steps=100")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke sweep: mlp clean + a few mlp bugs of distinct categories, "
+                   "1 seed, 60 steps")
+    p.add_argument("--detectors", nargs="+", metavar="NAME",
+                   help="detectors to watch (default: the default suite, see bugzoo list detectors)")
+    p.add_argument("--sweep", help="sweep name (default: bench, or quick with --quick)")
+    p.add_argument("--out", help="sweep folder (default: results/runs/<sweep>)")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    # KEY=VALUE items are run-setting overrides wherever they stand (after --detectors too)
+    overrides = [a for a in argv if "=" in a and not a.startswith("-")]
+    args = _parser().parse_args([a for a in argv if a not in overrides])
+    options = sweep_options(args, "0" if args.quick else BENCH_SEEDS)
+    name = args.sweep or ("quick" if args.quick else "bench")
+    installed = detector_names()
+    for d in args.detectors or ():
+        if d not in installed:
+            raise unknown_choice("detector", d, installed)
+        if reason := unavailable(d):
+            raise UsageError(f"detector {d} cannot run here: {reason}")
+    chosen = args.detectors or default_detectors()
+    overrides = [*(QUICK_OVERRIDES if args.quick else ()), *overrides]
+    scenarios = select_scenarios(options.patterns, quick=args.quick)
+    if not scenarios:
+        raise UsageError("no scenario left to run (all excluded or needing CUDA)")
+    timeout = run_timeout(scenarios, overrides)
+    # only now, with every input valid, may the results folder be created
+    out = store.ensure_writable(Path(args.out) if args.out else Path("results/runs") / name)
+    tasks = plan_runs(scenarios, options.seeds, overrides, chosen, out, timeout)
+    remove_partial(out)
+    store.write_sweep_command(out, recorded_command(argv))
+    log.info("sweep %s: %d scenarios x %d seeds, detectors %s, %d workers -> %s",
+             name, len(scenarios), len(options.seeds), ", ".join(chosen), options.workers, out)
+    outcomes = sweep(tasks, options.workers, progress=options.progress)
+    log.info("runs made now: %s", dict(outcomes) or "none (all complete)")
+    print(score_sweep(out, command=f"bugzoo score {out}"))
+    return 0

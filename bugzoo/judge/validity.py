@@ -1,0 +1,218 @@
+"""``bugzoo validate``: prove every scenario's bug manifests against its clean control.
+
+For each buggy scenario, its bug's declared symptom metric (``Bug.check``) is compared over
+several seeds between the buggy runs and runs of the scenario's matched control (the clean
+scenario with the same settings): one-sided Mann-Whitney U for metrics, Fisher's exact test for
+events (NaN, crash, hang). A scenario is valid at p < alpha (0.01). Runs are stored under
+``results/runs/validity/{buggy,control}/`` and reused on later calls. Excluded scenarios are
+validated too, so ``validity.md`` shows what "does not manifest" measured.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from scipy import stats
+
+from bugzoo.bugs import get_bug
+from bugzoo.config import compose_run
+from bugzoo.errors import ArgumentParser, UsageError
+from bugzoo.harness import store
+from bugzoo.harness.pool import RunTask
+from bugzoo.harness.runner import execute
+from bugzoo.harness.sweep import select_scenarios, sweep, sweep_options, sweep_parser
+from bugzoo.judge.tables import markdown
+from bugzoo.scenarios import Scenario, get_scenario
+
+log = logging.getLogger(__name__)
+
+ALPHA = 0.01
+VALIDITY_SEEDS = "0,1,2,3,4"
+COMMAND = "bugzoo validate"
+
+
+@dataclass
+class Manifestation:
+    """Outcome of one check that a bug manifests: its metric in buggy and clean runs."""
+
+    bug: str
+    metric: str
+    direction: str
+    buggy: list
+    clean: list
+    p_value: float
+    effect: float  # "higher"/"lower": difference of medians (buggy - clean); "event": rate diff
+
+    def separates(self) -> bool:
+        """Every buggy run is worse than every clean run (missing values count as worst)."""
+        if self.direction in ("event", "varies"):
+            return all(map(bool, self.buggy)) and not any(map(bool, self.clean))
+        worst = -math.inf if self.direction == "lower" else math.inf
+        buggy = [worst if x is None or x != x else x for x in self.buggy]
+        if self.direction == "lower":
+            return max(buggy) < min(self.clean)
+        return min(buggy) > max(self.clean)
+
+
+def compare(metric: str, direction: str, buggy: list, clean: list) -> tuple[float, float]:
+    """One-sided test that ``buggy`` moved in ``direction`` from ``clean``: (p-value, effect)."""
+    if direction in ("event", "varies"):  # "varies": values say whether two runs differed
+        b, c = sum(map(bool, buggy)), sum(map(bool, clean))
+        table = [[b, len(buggy) - b], [c, len(clean) - c]]
+        p = stats.fisher_exact(table, alternative="greater").pvalue
+        return float(p), b / len(buggy) - c / len(clean)
+    # Missing values (e.g. no evaluation before a crash) count as the worst outcome.
+    worst = math.inf if direction == "higher" else -math.inf
+    fill = lambda xs: [worst if x is None or (isinstance(x, float) and math.isnan(x)) else x  # noqa: E731
+                       for x in xs]
+    bx, cx = fill(buggy), fill(clean)
+    alternative = "greater" if direction == "higher" else "less"
+    p = stats.mannwhitneyu(bx, cx, alternative=alternative).pvalue
+    finite_b = sorted(x for x in bx if math.isfinite(x))
+    finite_c = sorted(x for x in cx if math.isfinite(x))
+    median = lambda xs: xs[len(xs) // 2] if xs else math.nan  # noqa: E731
+    return float(p), median(finite_b) - median(finite_c)
+
+
+def _measure(overrides: list[str], seed: int, metric: str, direction: str):
+    """The metric of one run; for ``"varies"``, whether two runs with the same seed differ."""
+    value = execute(compose_run([*overrides, f"seed={seed}"])).summary.get(metric)
+    if direction != "varies":
+        return value
+    return value != execute(compose_run([*overrides, f"seed={seed}"])).summary.get(metric)
+
+
+def control_overrides(scenario: Scenario) -> list[str]:
+    """How to compose the scenario's clean control: the control scenario itself, or (for a
+    scenario without a control file) the scenario with its bug removed."""
+    if scenario.control:
+        return [f"scenario={scenario.control}"]
+    return [f"scenario={scenario.id}", "~bug"]
+
+
+def check_manifests(scenario_id: str, seeds: list[int], extra: list[str] = ()
+                    ) -> Manifestation:
+    """Run a buggy scenario and its clean control over ``seeds`` (in this process, ``extra``
+    overrides on both) and compare the bug's symptom metric."""
+    scenario = get_scenario(scenario_id)
+    bug = get_bug(scenario.bug)
+    metric, direction = bug.check.metric, bug.check.direction
+    buggy = [_measure([f"scenario={scenario.id}", *extra], s, metric, direction) for s in seeds]
+    clean = [_measure([*control_overrides(scenario), *extra], s, metric, direction)
+             for s in seeds]
+    p, effect = compare(metric, direction, buggy, clean)
+    return Manifestation(bug.id, metric, direction, buggy, clean, p, effect)
+
+
+def plan_validity_runs(root: Path, patterns: list[str] | None, seeds: list[int],
+                       overrides: list[str]) -> tuple[list[RunTask], list[Scenario]]:
+    """Runs needed to validate the chosen buggy scenarios (excluded ones included): each
+    scenario and its control over ``seeds``. Returns the runs and the buggy scenarios."""
+    chosen = [s for s in select_scenarios(patterns, include_excluded=True) if not s.clean]
+    for s in chosen:
+        if s.control is None:
+            raise UsageError(f"scenario {s.id} has no clean control: add a clean scenario "
+                             f"with its model and settings (see {s.path})")
+    timeout = float(compose_run(overrides).harness.timeout_s)
+    tasks: dict[Path, RunTask] = {}
+    for s in chosen:
+        control = get_scenario(s.control)
+        # "varies" symptoms compare two runs of the same seed: run each one twice
+        twice = get_bug(s.bug).check.direction == "varies"
+        for seed in seeds:
+            for prefix in ("", "repeat-") if twice else ("",):
+                for scenario, kind in ((s, "buggy"), (control, "control")):
+                    task = RunTask(scenario.id, seed, tuple(overrides), (),
+                                   str(root / f"{prefix}{kind}"), scenario.isolate, timeout)
+                    tasks[task.path] = task
+    return list(tasks.values()), chosen
+
+
+def read_metric(root: Path, sweep_dir: str, scenario: str, seeds: list[int], metric: str) -> list:
+    return [store.read_summary(store.run_dir(root, sweep_dir, scenario, s)).get(metric)
+            for s in seeds]
+
+
+def summarise(root: Path, scenarios: list[Scenario], seeds: list[int]) -> pd.DataFrame:
+    """One row per buggy scenario: the symptom test's statistics."""
+    rows = []
+    for scenario in scenarios:
+        sid, control = scenario.id, scenario.control
+        bug = get_bug(scenario.bug)
+        metric, direction = bug.check.metric, bug.check.direction
+        buggy = read_metric(root, "buggy", sid, seeds, metric)
+        clean = read_metric(root, "control", control, seeds, metric)
+        if direction == "varies":  # did the repeat of each seed differ from its first run?
+            buggy = [a != b for a, b in zip(
+                buggy, read_metric(root, "repeat-buggy", sid, seeds, metric), strict=True)]
+            clean = [a != b for a, b in zip(
+                clean, read_metric(root, "repeat-control", control, seeds, metric), strict=True)]
+        p, effect = compare(metric, direction, buggy, clean)
+        rows.append({
+            "scenario": sid, "bug": bug.id, "model": scenario.model,
+            "category": bug.category, "metric": metric, "direction": direction,
+            "seeds": len(seeds), "control": control, "p_value": p, "effect": effect,
+            "valid": p < ALPHA, "excluded": scenario.excluded or "",
+        })
+    return pd.DataFrame(rows)
+
+
+def write_tables(table: pd.DataFrame, out_dir: Path, command: str) -> None:
+    """``validity.csv`` and ``validity.md``: the default sweep's scenarios, then the excluded
+    ones with their reason and what they measured."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out_dir / "validity.csv", index=False)
+    shown = table.assign(p_value=table.p_value.map(lambda p: f"{p:.2g}"),
+                         effect=table.effect.map(lambda e: f"{e:+.3g}"),
+                         valid=table.valid.map({True: "yes", False: "**no**"}))
+    included, excluded = shown[shown.excluded == ""], shown[shown.excluded != ""]
+    columns = ["scenario", "bug", "model", "metric", "direction", "effect", "p_value", "valid"]
+    seeds = int(table.seeds.max()) if len(table) else 0
+    lines = [
+        "# Benchmark validity",
+        "",
+        f"Regenerate with `{command}`. Each scenario's declared symptom metric, buggy runs vs "
+        f"runs of its matched clean control (the clean scenario with the same settings), "
+        f"{seeds} seeds each; one-sided Mann-Whitney U (metrics) or Fisher's exact test "
+        f"(events). Valid at p < {ALPHA}. Effect: difference of medians (metrics) or of event "
+        "rates.",
+        "",
+        f"**{int((included.valid == 'yes').sum())} of {len(included)} default-sweep scenarios "
+        "valid.**",
+        "",
+        markdown(included[[*columns[:4], "control", *columns[4:]]]),
+    ]
+    if len(excluded):
+        lines += ["", "## Excluded from the default sweep", "",
+                  "Measured with the same test; the reason is the scenario file's `excluded:`.",
+                  ""]
+        lines += [f"- `{r.scenario}` ({r.metric} {r.direction}: effect {r.effect}, "
+                  f"p = {r.p_value}): {r.excluded}" for r in excluded.itertuples()]
+    (out_dir / "validity.md").write_text("\n".join(lines) + "\n")
+
+
+def main(argv: list[str]) -> int:
+    p = ArgumentParser(prog="bugzoo validate", description=__doc__.splitlines()[0],
+                       parents=[sweep_parser()])
+    p.add_argument("overrides", nargs="*", help="run-setting overrides, e.g. harness.steps=100")
+    p.add_argument("--runs", default="results/runs/validity", help="where runs are stored")
+    p.add_argument("--out", default="results", help="where validity.md/.csv are written")
+    args = p.parse_intermixed_args(argv)
+    options = sweep_options(args, VALIDITY_SEEDS)
+    if len(options.seeds) < 5:
+        log.warning("fewer than 5 seeds: p < %.2g may be out of reach", ALPHA)
+    root = store.ensure_writable(Path(args.runs))
+    tasks, scenarios = plan_validity_runs(root, options.patterns, options.seeds, args.overrides)
+    sweep(tasks, options.workers, progress=options.progress)
+    table = summarise(root, scenarios, options.seeds)
+    write_tables(table, Path(args.out), " ".join([COMMAND, *argv]))
+    included = table[table.excluded == ""]
+    print(f"{int(included.valid.sum())} of {len(included)} default-sweep scenarios valid "
+          f"-> {args.out}/validity.md")
+    if len(invalid := included[~included.valid]):
+        print("invalid: " + ", ".join(invalid.scenario))
+    return 0

@@ -1,0 +1,219 @@
+"""Scenarios: one model, one bug (or none) and the run settings they need, one YAML file each.
+
+A scenario file is a small delta over ``conf/`` (README, "Adding a bug or a scenario")::
+
+    scenario: mlp-init_too_large
+    defaults:
+      - override /model: mlp
+      - override /bug: init_too_large
+    model: {params: {depth: 8}}
+
+Files are parsed once into :class:`Scenario` objects. Every other module reads scenarios through
+:func:`get_scenario` and :func:`list_scenarios`; none splits ids or walks ``defaults:``.
+
+Every buggy scenario has a matched **control**: the clean scenario with the same model and the
+same settings (here ``mlp-clean-depth8``). Controls are scenario files like any other, so they
+can be run, listed and swept by name; clean scenarios that control no bug are the **healthy
+variants** (other learning rates, batch sizes, schedules, ...), which the benchmark uses to
+count false alarms.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bugzoo.bugs import get_bug
+from bugzoo.errors import UsageError, choices_text, unknown_choice
+from bugzoo.paths import CONF_DIR, SCENARIO_DIR
+
+# keys of a scenario file that describe the scenario instead of setting how the run trains
+DESCRIPTIVE_KEYS = ("scenario", "description", "excluded", "defaults", "bug")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One scenario, parsed from ``scenarios/<id>.yaml``.
+
+    ``settings`` holds the run settings the file changes (``harness``, ``optim``, ``data``,
+    ``model`` params, other config-group choices); ``bug_config`` the file's own ``bug:`` block
+    (an onset or params overriding ``conf/bug/<bug>.yaml``). ``control`` is the id of the clean
+    scenario with the same model and settings (``None`` for a clean scenario, or when no such
+    file exists). Both dicts are read-only by convention.
+    """
+
+    id: str
+    model: str
+    bug: str | None
+    settings: dict = field(compare=False, repr=False)
+    bug_config: dict = field(compare=False, repr=False)
+    excluded: str | None
+    description: str
+    control: str | None
+    path: Path = field(compare=False, repr=False)
+    node: dict = field(compare=False, repr=False)  # the parsed file, as Hydra composes it
+
+    @property
+    def clean(self) -> bool:
+        """No bug planted: a control or a healthy variant."""
+        return self.bug is None
+
+    @property
+    def bug_params(self) -> dict:
+        return dict(self.bug_config.get("params") or {})
+
+    @property
+    def world_size(self) -> int:
+        return int((self.settings.get("harness") or {}).get("world_size", 1))
+
+    @property
+    def needs_cuda(self) -> bool:
+        return self.bug is not None and get_bug(self.bug).needs_cuda
+
+    @property
+    def isolate(self) -> bool:
+        """Whether a sweep must run it in a process of its own: several ranks, or a bug that
+        crashes, hangs or needs ``torch.distributed``."""
+        if self.world_size > 1:
+            return True
+        bug = get_bug(self.bug) if self.bug else None
+        return bool(bug and (bug.loud or bug.category == "distributed"
+                             or "distributed" in bug.requires))
+
+    def skip_reason(self, device: str = "auto", include_excluded: bool = False) -> str | None:
+        """Why a sweep leaves this scenario out on ``device``, or ``None`` to run it."""
+        if self.excluded and not include_excluded:
+            return f"excluded ({self.excluded})"
+        return missing_cuda(self.bug, device)
+
+
+def missing_cuda(bug_id: str | None, device: str) -> str | None:
+    """Why a run planting ``bug_id`` cannot run on ``device`` (the bug needs CUDA), or None."""
+    if bug_id and get_bug(bug_id).needs_cuda and not uses_cuda(device):
+        return f"needs CUDA and this run has no CUDA device (harness.device={device})"
+    return None
+
+
+def uses_cuda(device: str) -> bool:
+    """Whether a run on ``device`` (``auto``, ``cpu``, ``cuda``, ``cuda:1``) would use CUDA."""
+    if str(device).startswith("cuda"):
+        return True
+    if device != "auto":
+        return False
+    import torch  # here, not at the top: listing scenarios must not pay for torch
+
+    return torch.cuda.is_available()
+
+
+def _fail(path: Path, problem: str) -> UsageError:
+    return UsageError(f"malformed scenario file {path}: {problem}")
+
+
+def _parse(path: Path) -> dict:
+    """The YAML mapping of one scenario file; a malformed file names itself and the line."""
+    try:
+        node = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        problem = getattr(e, "problem", None) or str(e).strip().splitlines()[0]
+        raise UsageError(f"malformed scenario file {path}{where}: {problem}") from None
+    if not isinstance(node, dict) or node.get("scenario") != path.stem:
+        raise _fail(path, f"it must be a mapping with 'scenario: {path.stem}'")
+    return node
+
+
+def _choices(path: Path, node: dict) -> dict[str, str]:
+    """The config-group choices of a file's ``defaults:`` list (``override /model: mlp``)."""
+    entries = node.get("defaults") or []
+    if not isinstance(entries, list):
+        raise _fail(path, "'defaults' must be a list of 'override /<group>: <choice>' entries")
+    chosen = {}
+    for entry in entries:
+        if not isinstance(entry, dict) or len(entry) != 1:
+            raise _fail(path, f"defaults entry {entry!r} is not 'override /<group>: <choice>'")
+        (key, value), = entry.items()
+        chosen[key.split("/")[-1].strip()] = value
+    return chosen
+
+
+@cache
+def _default_model() -> str:
+    """The model ``conf/config.yaml`` chooses when a scenario names none."""
+    defaults = yaml.safe_load((CONF_DIR / "config.yaml").read_text())["defaults"]
+    return next(e["model"] for e in defaults if isinstance(e, dict) and "model" in e)
+
+
+def load_scenario(path: Path) -> Scenario:
+    """Parse one scenario file (its control is filled in by the registry)."""
+    node = _parse(path)
+    chosen = _choices(path, node)
+    model = chosen.pop("model", None) or _default_model()
+    bug = chosen.pop("bug", None)
+    bug_config = node.get("bug") or {}
+    if not isinstance(bug_config, dict):
+        raise _fail(path, "'bug' must be a mapping (onset, params)")
+    settings = {k: v for k, v in node.items() if k not in DESCRIPTIVE_KEYS}
+    if chosen:
+        settings["defaults"] = chosen
+    excluded = node.get("excluded")
+    return Scenario(id=path.stem, model=model, bug=bug, settings=settings,
+                    bug_config=bug_config, excluded=str(excluded) if excluded else None,
+                    description=str(node.get("description") or ""), control=None, path=path,
+                    node=node)
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable, order-free copy of nested settings, to compare two scenarios' settings."""
+    if isinstance(value, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+def settings_key(scenario: Scenario) -> tuple:
+    """What a control must share with its buggy scenario: the model and every setting."""
+    return scenario.model, _frozen(scenario.settings)
+
+
+@cache
+def registry() -> dict[str, Scenario]:
+    """Every scenario by id, sorted, each buggy one with its control filled in."""
+    found = {p.stem: load_scenario(p) for p in sorted(SCENARIO_DIR.glob("*.yaml"))}
+    controls: dict[tuple, str] = {}
+    for s in found.values():  # ids sorted: `mlp-clean` comes before `mlp-clean-<variant>`
+        if s.clean:
+            controls.setdefault(settings_key(s), s.id)
+    return {sid: s if s.clean else replace(s, control=controls.get(settings_key(s)))
+            for sid, s in found.items()}
+
+
+def get_scenario(scenario_id: str) -> Scenario:
+    """The scenario with this id; an unknown id raises a UsageError with a "did you mean"."""
+    found = registry()
+    if scenario_id not in found:
+        raise unknown_choice("scenario", scenario_id, found)
+    return found[scenario_id]
+
+
+def list_scenarios(patterns: str | Iterable[str] | None = None) -> list[Scenario]:
+    """Every scenario sorted by id; with ``patterns`` (ids or globs such as ``mlp-*``), those
+    matching any of them. A pattern that matches nothing is a UsageError naming it."""
+    found = registry()
+    if patterns is None:
+        return list(found.values())
+    patterns = [patterns] if isinstance(patterns, str) else list(patterns)
+    for pattern in patterns:
+        if not any(fnmatch.fnmatchcase(sid, pattern) for sid in found):
+            if not any(c in pattern for c in "*?["):
+                raise unknown_choice("scenario", pattern, found)
+            raise UsageError(f"no scenario matches '{pattern}' (valid: {choices_text(found)})")
+    return [s for sid, s in found.items()
+            if any(fnmatch.fnmatchcase(sid, p) for p in patterns)]

@@ -1,0 +1,142 @@
+"""The package in layers: imports point down only, ids are parsed in one place, a deferred
+import says why, and a bug changes a seam of the clean loop instead of copying a method."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "bugzoo"
+RANK = {"core": 0, "harness": 1, "judge": 2, "teach": 3}
+# bugzoo/__init__.py re-exports the plug-in contract from every layer (lazily, by name), and
+# cli.py names the verbs of every layer (as "module:function" strings): both sit above them all
+ABOVE_THE_LAYERS = {"__init__.py", "cli.py"}
+# bugs whose mistake is two edits of the loop, each a seam of its own
+TWO_SEAMS = {
+    "step_every_k_without_zero": "a hand-rolled accumulation that forgets zero_grad: the "
+                                 "optimizer steps every k batches and the gradients are never "
+                                 "cleared",
+    "ddp_unsynced": "two halves that come together: per-rank seeds and no DDP wrapper",
+}
+
+
+def layer(module: str) -> str | None:
+    """The layer of a ``bugzoo`` module (dotted name), or None for anything else."""
+    parts = module.split(".")
+    if parts[0] != "bugzoo":
+        return None
+    return parts[1] if len(parts) > 1 and parts[1] in RANK else "core"
+
+
+def modules() -> list[tuple[str, Path]]:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(ROOT).with_suffix("")
+        if path.relative_to(PACKAGE).as_posix() not in ABOVE_THE_LAYERS:
+            found.append((".".join(p for p in relative.parts if p != "__init__"), path))
+    return found
+
+
+def imported(tree: ast.AST) -> list[tuple[str, int]]:
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append((node.module, node.lineno))
+    return names
+
+
+@pytest.mark.parametrize(("module", "path"), modules(), ids=[m for m, _ in modules()])
+def test_imports_point_down_only(module, path):
+    mine = RANK[layer(module)]
+    upward = [f"line {line}: {name} ({layer(name)})" for name, line in imported(ast.parse(
+        path.read_text())) if layer(name) and RANK[layer(name)] > mine]
+    assert not upward, f"{module} ({layer(module)}) imports a higher layer: {upward}"
+
+
+def test_the_cli_only_names_the_verbs():
+    from bugzoo.cli import VERBS
+
+    tree = ast.parse((PACKAGE / "cli.py").read_text())
+    assert {name for name, _ in imported(tree) if name.startswith("bugzoo")} == {"bugzoo.errors"}
+    for target, _ in VERBS.values():  # each verb lives in the layer its folder names
+        assert layer(target.split(":")[0]) in RANK
+
+
+def test_deferred_imports_say_why():
+    """An import inside a function keeps torch (or pytest) off a path that does not need it,
+    and a comment on that line or the one above says so."""
+    silent = []
+    for module, path in modules():
+        lines = path.read_text().splitlines()
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                for node in ast.walk(fn):
+                    if isinstance(node, ast.Import | ast.ImportFrom):
+                        above = node.lineno - 2  # the line above this block of imports
+                        while lines[above].strip().startswith(("import ", "from ")):
+                            above -= 1
+                        if ("#" not in lines[node.lineno - 1]
+                                and not lines[above].strip().startswith("#")):
+                            silent.append(f"{module}:{node.lineno}")
+    assert not silent, f"function-level imports without a reason: {silent}"
+
+
+def test_ids_are_parsed_only_by_the_scenario_module():
+    parsing = [f"{p.relative_to(ROOT)}:{n}" for p in PACKAGE.rglob("*.py")
+               for n, line in enumerate(p.read_text().splitlines(), 1)
+               if 'split("-"' in line and p.name != "scenarios.py"]
+    assert not parsing, parsing
+
+
+class _Anonymous(ast.NodeTransformer):
+    """Names and arguments erased: ``trainer.cfg`` and ``self.cfg`` read alike."""
+
+    def visit_Name(self, node):
+        return ast.copy_location(ast.Name(id="_", ctx=node.ctx), node)
+
+    def visit_arg(self, node):
+        return ast.copy_location(ast.arg(arg="_"), node)
+
+
+def statements(function: ast.AST) -> set[str]:
+    """Every statement inside a function (bare ``pass``/``return``/docstrings left out)."""
+    found = set()
+    for node in ast.walk(function):
+        if (isinstance(node, ast.stmt) and node is not function
+                and not isinstance(node, ast.Pass | ast.Return)
+                and not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))):
+            found.add(ast.dump(_Anonymous().visit(ast.parse(ast.unparse(node)))))
+    return found
+
+
+def trainer_methods() -> dict[str, set[str]]:
+    tree = ast.parse((PACKAGE / "train.py").read_text())
+    trainer = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Trainer")
+    return {m.name: statements(m) for m in trainer.body if isinstance(m, ast.FunctionDef)}
+
+
+BUG_FILES = sorted(p for p in (PACKAGE / "bugs").glob("*.py")
+                   if p.stem not in ("__init__", "base"))
+
+
+@pytest.mark.parametrize("path", BUG_FILES, ids=[p.stem for p in BUG_FILES])
+def test_a_bug_changes_a_seam_instead_of_copying_a_method(path):
+    tree = ast.parse(path.read_text())
+    methods = trainer_methods()
+    for function in ast.walk(tree):
+        if isinstance(function, ast.FunctionDef):
+            mine = statements(function)
+            for name, theirs in methods.items():
+                shared = mine & theirs
+                assert len(shared) < 2, (
+                    f"{path.stem}.{function.name} repeats {len(shared)} statements of "
+                    f"Trainer.{name}: add a seam to the clean loop and replace that instead")
+    patches = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+               and getattr(node.func, "id", None) == "patch_method"]
+    assert len(patches) <= (2 if path.stem in TWO_SEAMS else 1), (
+        f"{path.stem} patches {len(patches)} methods; a bug replaces one seam")
