@@ -17,9 +17,17 @@ first use, so ``import bugzoo`` stays cheap (no torch until a name that needs it
 from __future__ import annotations
 
 import importlib
+from importlib import metadata
 from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
+
+
+def versions() -> str:
+    """``bugzoo <version>, torch <version>``: what every sweep, leaderboard and report records
+    (read from the installed metadata, so torch is not imported)."""
+    return f"bugzoo {__version__}, torch {metadata.version('torch')}"
+
 
 _EXPORTS = {
     "Bug": "bugzoo.bugs", "get_bug": "bugzoo.bugs", "list_bugs": "bugzoo.bugs",
@@ -32,7 +40,7 @@ _EXPORTS = {
 }
 __all__ = ["Alarm", "Bug", "Detector", "Observation", "RunView", "check_detector", "get_bug",
            "get_scenario", "list_bugs", "list_scenarios", "load_detector",
-           "parametrize_with_checks"]
+           "parametrize_with_checks", "versions"]
 
 if TYPE_CHECKING:
     from bugzoo.bugs import Bug, get_bug, list_bugs

@@ -9,9 +9,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
+import signal
 import sys
 
+from bugzoo import versions
 from bugzoo.errors import UsageError, unknown_choice
+
+SIGPIPE_STATUS = 128 + signal.SIGPIPE  # a process that a closed pipe ended (141)
 
 # verb -> ("module:function", one-line help). Each function takes the argv after the verb.
 VERBS: dict[str, tuple[str, str]] = {
@@ -23,10 +28,10 @@ VERBS: dict[str, tuple[str, str]] = {
     "check": ("bugzoo.judge.conformance:main", "run the conformance suite on one detector"),
     "validate": ("bugzoo.judge.validity:main",
                  "prove every scenario's bug manifests (statistical test)"),
-    "perf": ("bugzoo.judge.perf:main", "measure speed: clean baselines, telemetry/detector overhead"),
-    "curves": ("bugzoo.judge.curves:main", "draw a bug's symptom curves: clean vs buggy over seeds"),
+    "perf": ("bugzoo.judge.perf:main", "measure speed: baselines, telemetry/detector overhead"),
+    "curves": ("bugzoo.judge.curves:main", "draw a bug's symptom curves, clean vs buggy"),
     "quiz": ("bugzoo.teach.quiz:main", "spot-the-bug quiz in the terminal (answers from stdin)"),
-    "export": ("bugzoo.teach.export:main", "write a standalone buggy.py / fixed.py reproducer pair"),
+    "export": ("bugzoo.teach.export:main", "write a standalone buggy.py / fixed.py pair"),
     "report": ("bugzoo.teach.report:main", "build the static HTML catalogue under results/report"),
     "exercise": ("bugzoo.teach.exercises:main", "guided exercises: plant a NaN, overfit one batch"),
 }
@@ -34,7 +39,8 @@ VERBS: dict[str, tuple[str, str]] = {
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="bugzoo", description="A benchmark suite of planted PyTorch training bugs.")
+        prog="bugzoo", description="A benchmark suite of planted PyTorch training bugs.",
+        epilog="bugzoo --version prints the versions of bugzoo and torch.")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     for verb, (_, help_text) in VERBS.items():
         sub.add_parser(verb, help=help_text, add_help=False)
@@ -60,9 +66,21 @@ def main(argv: list[str] | None = None) -> int:
     # bound to streams that are closed by now
     logging.basicConfig(level=logging.INFO, format="%(message)s", handlers=[StderrHandler()],
                         force=True)
+    try:
+        return _dispatch(argv)
+    except BrokenPipeError:  # the reader left (`| head`, `| grep -q`): stop quietly, as git does
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the flush at exit cannot fail again
+        return SIGPIPE_STATUS
+
+
+def _dispatch(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         _parser().print_help()
         return 0 if argv else 2
+    if argv[0] == "--version":
+        print(versions())
+        return 0
     verb, rest = argv[0], argv[1:]
     if verb not in VERBS:
         print(f"bugzoo: error: {unknown_choice('command', verb, VERBS)}", file=sys.stderr)

@@ -47,6 +47,11 @@ def validate_overrides(overrides: list[str]) -> None:
     for item in overrides:
         key, sep, value = item.partition("=")
         key = key.lstrip("+~")
+        if key == "detector" and sep:  # detector=[a,b]: a multi-select list of conf/detector
+            for name in filter(None, value.strip("[]").split(",")):
+                if name not in group_choices("detector"):
+                    raise unknown_choice("detector", name, group_choices("detector"))
+            continue
         if not sep or key not in choices or value in ("null", "") or "(" in value or "," in value:
             continue
         if value not in choices[key]:
@@ -101,6 +106,10 @@ def check_run_config(cfg: DictConfig) -> None:
         bad = not isinstance(value, int | float) or isinstance(value, bool) or not value >= 0
         if value is not None and bad:
             raise UsageError(f"optim.{key} must be a non-negative number, got {value!r}")
+    smoothing = cfg.loss.label_smoothing
+    if not isinstance(smoothing, int | float) or isinstance(smoothing, bool) \
+            or not 0 <= smoothing < 1:
+        raise UsageError(f"loss.label_smoothing must be a number in [0, 1), got {smoothing!r}")
     if h.precision not in ("fp32", "fp16", "bf16"):
         raise unknown_choice("harness.precision", h.precision, ["fp32", "fp16", "bf16"])
     if h.device not in ("auto", "cpu", "cuda") and not str(h.device).startswith("cuda:"):
@@ -108,6 +117,15 @@ def check_run_config(cfg: DictConfig) -> None:
     if cfg.get("bug") is not None:
         bug = get_bug(cfg.bug.id)
         check_applies(bug, cfg.model.name)
+        onset = cfg.bug.onset
+        if not isinstance(onset, int) or isinstance(onset, bool) or not 0 <= onset:
+            unset = (f" (conf/bug/{bug.id}.yaml takes it from a setting that is not set)"
+                     if onset is None else "")
+            raise UsageError(f"bug.onset must be a step number (0 or more), got {onset!r}"
+                             + unset)
+        if onset and not bug.honours_onset:
+            raise UsageError(f"bug '{bug.id}' cannot start mid-run, it is planted when the run "
+                             f"is built (bug.onset must be 0, got {onset})")
         if missing_cuda(bug.id, str(h.device)):
             raise UsageError(f"bug '{bug.id}' requires CUDA and this run has no CUDA device "
                              f"(harness.device={h.device}): skipped")

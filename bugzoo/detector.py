@@ -27,7 +27,7 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from bugzoo.bugs.base import CATEGORIES
-from bugzoo.errors import unknown_choice
+from bugzoo.errors import UsageError, unknown_choice
 from bugzoo.telemetry import Observation
 
 ENTRY_POINT_GROUP = "bugzoo.detectors"
@@ -80,12 +80,20 @@ class RunView:
     lr_scheduler: Any = None
 
 
+ROLES = ("heuristic", "tool", "baseline")
+
+
 class Detector:
     """Base class for detectors. Subclasses override ``setup``, ``observe`` and maybe others."""
 
     name: str = "detector"
-    # False for costly optional tools: they run only when selected by name
-    in_default_suite: bool = True
+    # What it is, for the leaderboard and its suites: "heuristic" (a check written to catch
+    # training bugs), "tool" (an existing tool used as it is: PyTorch's anomaly mode, a recipe
+    # as the reference notes write it, a third-party debugger) or "baseline" (a trivial
+    # reference that detects nothing: scored beside the others, never a suite member).
+    role: str = "heuristic"
+    # False for costly optional tools: a plain `bugzoo bench` leaves them out; name them
+    run_by_default: bool = True
     # True when watching can change how the run goes (e.g. turn a NaN into an exception): the
     # harness then gives the detector a run of its own, so it cannot cut other detectors short
     exclusive: bool = False
@@ -179,33 +187,65 @@ def shipped_detectors() -> list[str]:
     return [n for n in detector_names() if provider(n)[0] == OWN_DISTRIBUTION]
 
 
-# Adapters that wrap an existing tool (PyTorch's own, a recipe as written, a third-party
-# package) rather than a heuristic of ours; the "built-in suite" is every other detector.
-REAL_TOOLS = ("anomaly", "nan_hooks", "cockpit", "traincheck")
-
-
 def is_exclusive(name: str) -> bool:
     """Whether the named detector must watch a run of its own (``Detector.exclusive``)."""
     return bool(_load_class(name).exclusive)
 
 
-def default_detectors() -> list[str]:
-    """The detectors a sweep uses when none are named: installed, runnable here, and part of
-    the default suite. Each one left out is logged with its reason."""
+def role_of(name: str) -> str:
+    """The installed detector's role (``Detector.role``); imports its module."""
+    return _load_class(name).role
+
+
+def _runnable(names: list[str]) -> list[str]:
+    """``names`` minus those that cannot run here, each left out with its reason logged."""
     chosen = []
-    for name in detector_names():
-        reason = unavailable(name)
-        try:
-            wanted = _load_class(name).in_default_suite
-        except ImportError:  # a plug-in that cannot even be imported: say why
-            wanted = True
-        if not wanted:
-            log.debug("detector %s runs only when named (not in the default suite)", name)
-        elif reason:
+    for name in names:
+        if reason := unavailable(name):
             log.warning("skipping detector %s: %s", name, reason)
         else:
             chosen.append(name)
     return chosen
+
+
+def _shipped(role: str) -> list[str]:
+    return [n for n in shipped_detectors() if role_of(n) == role]
+
+
+# Words `--detectors` takes besides names. Outside plug-ins never join a plain bench: they run
+# when named, or all together with `plugins`.
+SELECTORS: dict[str, tuple[str, Callable[[], list[str]]]] = {
+    "default": ("what a plain bench runs: bugzoo's own detectors that run by default",
+                lambda: [n for n in shipped_detectors() if _load_class(n).run_by_default]),
+    "builtins": ("bugzoo's own heuristics", lambda: _shipped("heuristic")),
+    "tools": ("adapters of existing tools, costly ones included", lambda: _shipped("tool")),
+    "baselines": ("the trivial baselines (always, never, random)", lambda: _shipped("baseline")),
+    "plugins": ("every detector installed by another distribution",
+                lambda: [n for n in detector_names() if n not in shipped_detectors()]),
+}
+
+
+def select_detectors(words: list[str] | None = None) -> list[str]:
+    """Detector names from names and selectors (``SELECTORS``; commas separate words too), in
+    order, without repeats; ``None`` or nothing is ``default``. A named detector that cannot
+    run here is an error; one a selector brings in is left out with its reason logged."""
+    installed = detector_names()
+    chosen: list[str] = []
+    for word in [w for arg in (words or ["default"]) for w in arg.split(",") if w]:
+        if word in SELECTORS:
+            chosen += _runnable(SELECTORS[word][1]())
+        elif word in installed:
+            if reason := unavailable(word):
+                raise UsageError(f"detector {word} cannot run here: {reason}")
+            chosen.append(word)
+        else:
+            raise unknown_choice("detector", word, [*installed, *SELECTORS])
+    return list(dict.fromkeys(chosen))
+
+
+def default_detectors() -> list[str]:
+    """What a plain ``bugzoo bench`` runs (the ``default`` selector)."""
+    return select_detectors()
 
 
 def _load_class(name: str) -> type[Detector]:

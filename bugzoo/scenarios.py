@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from omegaconf import OmegaConf
 
 from bugzoo.bugs import get_bug
 from bugzoo.errors import UsageError, choices_text, unknown_choice
@@ -67,6 +68,23 @@ class Scenario:
     @property
     def bug_params(self) -> dict:
         return dict(self.bug_config.get("params") or {})
+
+    @property
+    def onset(self) -> int | None:
+        """The step the bug starts at: the file's ``bug.onset``, else ``conf/bug/<bug>.yaml``'s
+        (which may point at a setting, as ``frozen_layers`` does at the unfreeze step)."""
+        if self.bug is None:
+            return None
+        onset = self.bug_config.get("onset", _load_yaml(CONF_DIR / "bug" / f"{self.bug}.yaml")
+                                    .get("onset", 0))
+        if isinstance(onset, str):  # an interpolation into the run settings
+            chosen = self.settings.get("defaults", {})
+            groups = {g: _load_yaml(CONF_DIR / g / f"{chosen.get(g) or _default_choice(g)}.yaml")
+                      for g in ("optim", "harness")}
+            settings = {g: self.settings.get(g) or {} for g in groups}
+            onset = OmegaConf.select(OmegaConf.merge(groups, settings, {"bug": {"onset": onset}}),
+                                     "bug.onset")
+        return int(onset)
 
     @property
     def world_size(self) -> int:
@@ -144,17 +162,21 @@ def _choices(path: Path, node: dict) -> dict[str, str]:
 
 
 @cache
-def _default_model() -> str:
-    """The model ``conf/config.yaml`` chooses when a scenario names none."""
-    defaults = yaml.safe_load((CONF_DIR / "config.yaml").read_text())["defaults"]
-    return next(e["model"] for e in defaults if isinstance(e, dict) and "model" in e)
+def _load_yaml(path: Path) -> dict:
+    return yaml.safe_load(path.read_text()) or {}
+
+
+def _default_choice(group: str) -> str:
+    """The choice ``conf/config.yaml`` makes for a config group when a scenario names none."""
+    defaults = _load_yaml(CONF_DIR / "config.yaml")["defaults"]
+    return next(e[group] for e in defaults if isinstance(e, dict) and group in e)
 
 
 def load_scenario(path: Path) -> Scenario:
     """Parse one scenario file (its control is filled in by the registry)."""
     node = _parse(path)
     chosen = _choices(path, node)
-    model = chosen.pop("model", None) or _default_model()
+    model = chosen.pop("model", None) or _default_choice("model")
     bug = chosen.pop("bug", None)
     bug_config = node.get("bug") or {}
     if not isinstance(bug_config, dict):
@@ -193,6 +215,12 @@ def registry() -> dict[str, Scenario]:
             controls.setdefault(settings_key(s), s.id)
     return {sid: s if s.clean else replace(s, control=controls.get(settings_key(s)))
             for sid, s in found.items()}
+
+
+def default_scenario(model: str) -> Scenario:
+    """The clean scenario of ``model`` on its default settings (``<model>-clean``)."""
+    return next(s for s in registry().values() if s.clean and s.model == model
+                and not s.settings)
 
 
 def get_scenario(scenario_id: str) -> Scenario:

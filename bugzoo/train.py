@@ -131,7 +131,11 @@ class Trainer:
         return build_model(self.cfg.model.name, self.data, **self.cfg.model.params)
 
     def build_optimizer(self) -> torch.optim.Optimizer:
+        """AdamW (``optim: adamw``, the default) or SGD with momentum (``optim: sgd``)."""
         o = self.cfg.optim
+        if o.name == "sgd":
+            return torch.optim.SGD(self.model.parameters(), lr=o.lr, momentum=o.momentum,
+                                   weight_decay=o.weight_decay)
         return torch.optim.AdamW(self.model.parameters(), lr=o.lr, betas=tuple(o.betas),
                                  eps=o.eps, weight_decay=o.weight_decay)
 
@@ -151,7 +155,7 @@ class Trainer:
         return torch.optim.lr_scheduler.LambdaLR(self.optimizer, factor)
 
     def build_loss(self) -> nn.Module:
-        return nn.CrossEntropyLoss()
+        return nn.CrossEntropyLoss(label_smoothing=float(self.cfg.loss.label_smoothing))
 
     def build_scaler(self) -> torch.amp.GradScaler | None:
         if self.cfg.harness.precision == "fp16" and self.cfg.optim.grad_scaler:
@@ -246,7 +250,7 @@ class Trainer:
         self.model.train()
 
     def evaluate(self) -> tuple[float, float]:
-        """Validation loss and accuracy under ``model.eval()`` and ``no_grad``, then back to train."""
+        """Validation loss and accuracy in eval mode, without gradients; then back to train."""
         self.enter_eval()
         result = loss_and_accuracy(self.forward, self.val_loader, self.device, self.autocast)
         self.leave_eval()

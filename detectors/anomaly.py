@@ -32,8 +32,9 @@ class AnomalyMode(Detector):
     runs only when named: ``bugzoo bench --detectors anomaly``.
     """
 
+    role = "tool"
     exclusive = True
-    in_default_suite = False
+    run_by_default = False
 
     def setup(self, run: RunView) -> None:
         super().setup(run)

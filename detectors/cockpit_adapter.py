@@ -75,7 +75,8 @@ class Cockpit(Detector):
     """
 
     stood_down: str | None = None  # why the adapter went passive in this run, if it did
-    in_default_suite = False  # 5-20x overhead: run it by name (--detectors cockpit)
+    role = "tool"
+    run_by_default = False  # 5-20x overhead: run it by name (--detectors cockpit)
 
     def __init__(self, window: int = 10, alpha_max: float = 1.0, explode: float = 10.0,
                  every: int = 1):

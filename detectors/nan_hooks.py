@@ -18,6 +18,8 @@ class NanHooks(Detector):
     Training forward passes only (as the recipe hooks a training loop).
     """
 
+    role = "tool"
+
     def setup(self, run: RunView) -> None:
         super().setup(run)
         self.step, self.fired = 0, False

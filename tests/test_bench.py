@@ -45,14 +45,15 @@ def fake_scenarios(tmp_path, monkeypatch):
             "boom": bugs.Bug("boom", "b", "loop", "", bugs.SymptomCheck("crashed", "event"), "",
                              "", "", loud=True)}
     monkeypatch.setattr(registry, "SCENARIO_DIR", folder)
-    for module in (bugs, registry, sweep):
+    for module in (bugs, registry):
         monkeypatch.setattr(module, "get_bug", fake.__getitem__)
     registry.registry.cache_clear()
     yield folder
     registry.registry.cache_clear()
 
 
-def test_select_scenarios_skips_excluded_and_cuda_and_isolates_loud(fake_scenarios):
+def test_select_scenarios_skips_excluded_and_cuda_and_isolates_loud(fake_scenarios,
+                                                                    monkeypatch):
     def ids(scenarios):
         return [s.id for s in scenarios]
 
@@ -63,8 +64,12 @@ def test_select_scenarios_skips_excluded_and_cuda_and_isolates_loud(fake_scenari
     assert {s.id: s.control for s in chosen} == {"mlp-a": "mlp-clean", "mlp-boom": "mlp-clean",
                                                   "mlp-clean": None}
     assert "mlp-gpu" in ids(sweep.select_scenarios(None, device="cuda"))
-    assert ids(sweep.select_scenarios(["*-a"], device="cpu")) == ["mlp-a"]
-    assert ids(sweep.select_scenarios(None, quick=True, device="cpu")) == ["mlp-a", "mlp-clean"]
+    # a buggy scenario brings its control along
+    assert ids(sweep.select_scenarios(["*-a"], device="cpu")) == ["mlp-a", "mlp-clean"]
+    assert ids(sweep.select_scenarios(["mlp-clean"], device="cpu")) == ["mlp-clean"]
+    monkeypatch.setattr(sweep, "QUICK_SCENARIOS", ("mlp-boom", "mlp-b"))
+    assert ids(sweep.select_scenarios(None, quick=True, device="cpu")) == ["mlp-boom",
+                                                                           "mlp-clean"]
     with pytest.raises(UsageError, match="no scenario matches 'zzz\\*'"):
         sweep.select_scenarios(["zzz*"], device="cpu")
     with pytest.raises(UsageError, match="did you mean 'mlp-a'"):
@@ -205,7 +210,8 @@ def test_exclusive_detector_gets_a_run_of_its_own(tmp_path):
     assert set(store.read_summary(own)["detectors"]) == {"anomaly"}
     assert store.read_summary(shared)["outcome"] == "completed"
     assert store.read_summary(own)["outcome"] == "crashed"
-    table = outcomes(out).set_index("detector")
+    table = outcomes(out)  # the scenario's control (mlp-clean) came along
+    table = table[table["scenario"] == "mlp-lr_too_high"].set_index("detector")
     assert table.loc["nonfinite", "outcome"] == "hit" and table.loc["anomaly", "outcome"] == "hit"
 
 

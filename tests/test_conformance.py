@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+from pathlib import Path
 
 import pytest
 import torch
@@ -73,6 +74,37 @@ class SharedState(Detector):
     def setup(self, run):
         super().setup(run)
         self.history = SharedState.seen
+
+
+class KeepsHandles(Detector):
+    """A sound monitor: it keeps the run's model, its optimizer and a list of its parameters,
+    as Cockpit, TrainCheck and smdebug do, and reads the weight norm every step."""
+
+    def setup(self, run):
+        super().setup(run)
+        self.model, self.optimizer = run.model, run.optimizer
+        self.params = list(run.model.parameters())
+        self.norms: list[float] = []
+
+    def observe(self, obs):
+        with torch.no_grad():
+            self.norms.append(float(torch.stack([p.norm() for p in self.params]).norm()))
+        return []
+
+
+def test_handles_on_the_runs_own_objects_are_not_shared_state():
+    assert check_detector(KeepsHandles) == [c.__name__ for c in conformance.CHECKS]
+
+
+def test_the_readme_detector_passes_bugzoo_check():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme[readme.index("### 1. Write it"):]
+    code = section[section.index("```python") + 9:section.index("```", section.index("```python")
+                                                                 + 9)]
+    assert "self.model = run.model" in code
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    assert check_detector(namespace["LossSpike"], factor=3.0)
 
 
 def test_builtin_detector_conforms():

@@ -20,7 +20,7 @@ def test_overhead_table_has_every_detector_alone_and_together(perf_out):
                  "stale_grads"]) == 0
     table = pd.read_csv(perf_out / "overhead.csv")
     assert list(table["variant"]) == ["bare", "telemetry", "nonfinite", "stale_grads",
-                                      "all detectors"]
+                                      "suite: built-ins", "all detectors"]
     assert table.loc[table["variant"] == "bare", "median_x"].item() == 1.0
     assert (table["median_x"] > 0).all() and (table["step_ms"] > 0).all()
     assert "bugzoo perf overhead --models mlp" in (perf_out / "overhead.md").read_text()

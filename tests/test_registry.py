@@ -123,6 +123,8 @@ def test_every_buggy_scenario_has_a_matched_control(scenario):
                                                            "excluded")}
 
     assert settings(f"scenario={scenario.id}") == settings(f"scenario={scenario.control}")
+    composed = compose_run([f"scenario={scenario.id}", "harness.device=cuda"])
+    assert scenario.onset == composed.bug.onset  # the spec reads the onset as Hydra composes it
 
 
 def test_no_two_clean_scenarios_share_their_settings():

@@ -39,6 +39,7 @@ BUG = AugmentationOnVal(
     id="augmentation_on_val",
     title="Random augmentation applied to validation data",
     category="eval",
+    honours_onset=False,
     symptom=("validation accuracy is lower and noisier than accuracy on clean holdout data; it "
              "changes between evaluations of the same weights"),
     check=SymptomCheck("final_val_acc", "lower"),

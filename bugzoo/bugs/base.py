@@ -62,6 +62,9 @@ class Bug:
     models: tuple[str, ...] = ALL_MODELS
     onset: str = "present from step 0"
     loud: bool = False
+    # whether the plant can wait for `bug.onset` (a mistake made at build time cannot): a run
+    # asking a bug that does not for an onset other than 0 is refused with a one-line error
+    honours_onset: bool = True
     requires: tuple[str, ...] = ()  # e.g. ("cuda",) or ("distributed",)
     references: tuple[str, ...] = field(default_factory=tuple)
 
@@ -88,6 +91,11 @@ class Bug:
 
     def after_build(self, trainer: Trainer) -> None:
         """Patch the built parts (model, optimizer, loaders, data)."""
+
+
+def from_onset(trainer: Trainer) -> Callable[[], bool]:
+    """``active`` for :func:`patch_method`: true from the run's onset step on."""
+    return lambda: trainer.step >= trainer.onset
 
 
 def patch_method(obj: Any, name: str, replacement: Callable,

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import torch
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 
 
 class CorruptedInputs(Bug):
@@ -26,7 +26,7 @@ class CorruptedInputs(Bug):
             return next_batch()
 
         patch_method(trainer, "next_batch", next_batch_from_corrupted_shard,
-                     active=lambda: trainer.step >= trainer.onset)
+                     active=from_onset(trainer))
 
 
 BUG = CorruptedInputs(

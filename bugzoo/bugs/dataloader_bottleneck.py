@@ -39,6 +39,7 @@ BUG = DataloaderBottleneck(
     id="dataloader_bottleneck",
     title="Per-sample parsing in the data loader (num_workers=0)",
     category="performance",
+    honours_onset=False,
     symptom=("same losses as the clean run, but each step waits for its batch: the share of step "
              "time spent loading data rises, most for models whose rows are wide "
              "(results/validity.md has how much, per model)"),

@@ -18,6 +18,7 @@ BUG = DdpUnsynced(
     id="ddp_unsynced",
     title="Ranks train unsynchronised copies (no DDP, per-rank seeds)",
     category="distributed",
+    honours_onset=False,
     symptom=("nothing fails and rank 0's curves look normal, but every rank trains its own model on"
              " its own shard: the ranks' parameters differ at the end"),
     check=SymptomCheck("rank_param_divergence", "higher"),

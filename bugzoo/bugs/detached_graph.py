@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 
 
 def forward(self, *inputs):
@@ -13,7 +13,7 @@ def forward(self, *inputs):
 class DetachedGraph(Bug):
     def after_build(self, trainer) -> None:
         patch_method(trainer.model, "forward", forward,
-                     active=lambda: trainer.step >= trainer.onset)
+                     active=from_onset(trainer))
 
 
 BUG = DetachedGraph(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 from bugzoo.data import Batch
 
 
@@ -13,7 +13,7 @@ def batch_left_on_cpu(self, batch: Batch) -> Batch:
 class DeviceMismatch(Bug):
     def before_build(self, trainer) -> None:
         patch_method(trainer, "to_device", batch_left_on_cpu,
-                     active=lambda: trainer.step >= trainer.onset)
+                     active=from_onset(trainer))
 
 
 BUG = DeviceMismatch(

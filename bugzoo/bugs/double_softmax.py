@@ -18,6 +18,7 @@ BUG = DoubleSoftmax(
     id="double_softmax",
     title="Softmax before CrossEntropyLoss",
     category="loss",
+    honours_onset=False,
     symptom=("loss stays near log(C) and falls slowly: gradients are squashed through two "
              "softmaxes; validation loss ends far above the clean run's"),
     check=SymptomCheck("final_val_loss", "higher"),

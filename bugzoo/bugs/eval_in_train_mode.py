@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 
 
 def enter_eval(self) -> None:
@@ -14,7 +14,7 @@ def enter_eval(self) -> None:
 
 class EvalInTrainMode(Bug):
     def before_build(self, trainer) -> None:
-        patch_method(trainer, "enter_eval", enter_eval)
+        patch_method(trainer, "enter_eval", enter_eval, active=from_onset(trainer))
 
 
 BUG = EvalInTrainMode(

@@ -20,6 +20,7 @@ BUG = EvalOnTrain(
     id="eval_on_train",
     title="Validation on the training data",
     category="eval",
+    honours_onset=False,
     symptom=("validation accuracy is inflated: it exceeds the accuracy on unseen holdout data by "
              "more than in clean runs"),
     check=SymptomCheck("val_holdout_gap", "higher"),

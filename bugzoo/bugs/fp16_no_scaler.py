@@ -18,6 +18,7 @@ BUG = Fp16NoScaler(
     id="fp16_no_scaler",
     title="float16 autocast without a GradScaler",
     category="precision",
+    honours_onset=False,
     symptom=("more gradient entries are exactly zero than in the same fp16 run with a scaler: small"
              " gradients underflow in float16 and those weights stop learning; in larger models or "
              "with large gradients, steps with inf/NaN gradients are applied instead of skipped"),

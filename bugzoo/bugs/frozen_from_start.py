@@ -16,6 +16,7 @@ BUG = FrozenFromStart(
     id="frozen_from_start",
     title="Backbone frozen from the start",
     category="optim",
+    honours_onset=False,
     symptom=("only the head learns: the loss falls a little and plateaus, backbone parameters never"
              " change, validation accuracy ends well below the clean run's"),
     check=SymptomCheck("final_val_acc", "lower"),

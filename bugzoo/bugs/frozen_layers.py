@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 
 
 class FrozenLayers(Bug):
@@ -13,7 +13,7 @@ class FrozenLayers(Bug):
             pass
 
         patch_method(trainer, "schedule_freezing", schedule_freezing,
-                     active=lambda: trainer.step >= trainer.onset)
+                     active=from_onset(trainer))
 
 
 BUG = FrozenLayers(

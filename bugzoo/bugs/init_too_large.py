@@ -28,6 +28,7 @@ BUG = FixedStdInit(
     id="init_too_large",
     title="Weight initialisation std too large (deep MLP)",
     category="model",
+    honours_onset=False,
     symptom=("activations grow by a constant factor per layer: the first loss is orders of "
              "magnitude above log(C), training is erratic and ends worse"),
     check=SymptomCheck("initial_loss", "higher"),

@@ -29,6 +29,7 @@ BUG = LabelsMisaligned(
     id="labels_misaligned",
     title="Labels shuffled out of sync with the inputs",
     category="data",
+    honours_onset=False,
     symptom=("training loss stays near log(C) and validation accuracy near chance: the labels carry"
              " no information about the inputs"),
     check=SymptomCheck("final_val_acc", "lower"),

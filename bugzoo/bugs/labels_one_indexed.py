@@ -25,6 +25,7 @@ BUG = LabelsOneIndexed(
     id="labels_one_indexed",
     title="Training labels off by one (1-indexed, wrapped)",
     category="data",
+    honours_onset=False,
     symptom=("training loss falls normally but validation accuracy is near zero (below chance): the"
              " model learns a consistent relabelling of the classes"),
     check=SymptomCheck("final_val_acc", "lower"),

@@ -24,6 +24,7 @@ BUG = LeakageNormStats(
     id="leakage_norm_stats",
     title="Normalisation statistics fitted before the train/val split",
     category="data",
+    honours_onset=False,
     symptom=("expected: validation accuracy optimistic relative to untouched holdout data; a shared"
              " mean/std scaler cannot produce that (results/validity.md)"),
     check=SymptomCheck("val_holdout_gap", "higher"),

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 
 
 def nll_of_log_softmax(self, logits: Tensor, y: Tensor) -> Tensor:
@@ -17,7 +17,7 @@ def nll_of_log_softmax(self, logits: Tensor, y: Tensor) -> Tensor:
 
 class LogOfZero(Bug):
     def before_build(self, trainer) -> None:
-        patch_method(trainer, "compute_loss", nll_of_log_softmax)
+        patch_method(trainer, "compute_loss", nll_of_log_softmax, active=from_onset(trainer))
 
 
 BUG = LogOfZero(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 
 
 class LossTensorKept(Bug):
@@ -15,7 +15,7 @@ class LossTensorKept(Bug):
             self.losses.append(loss)  # the mistake: keeps the tensor, not loss.item()
 
         patch_method(trainer, "backward", backward_and_log,
-                     active=lambda: trainer.step >= trainer.onset)
+                     active=from_onset(trainer))
 
 
 BUG = LossTensorKept(

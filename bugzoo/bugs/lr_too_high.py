@@ -15,6 +15,7 @@ BUG = LrTooHigh(
     id="lr_too_high",
     title="Learning rate far too high",
     category="optim",
+    honours_onset=False,
     symptom=("parameters blow up within a few dozen steps and the loss becomes inf/NaN"),
     check=SymptomCheck("nonfinite", "event"),
     explanation=("A learning rate several orders of magnitude too large (a sign slip in the "

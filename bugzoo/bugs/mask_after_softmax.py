@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 from bugzoo.models.transformer import SelfAttention
 
 
@@ -19,7 +19,7 @@ class MaskAfterSoftmax(Bug):
         for module in trainer.model.modules():
             if isinstance(module, SelfAttention):
                 patch_method(module, "attention_weights", attention_weights,
-                             active=lambda: trainer.step >= trainer.onset)
+                             active=from_onset(trainer))
 
 
 BUG = MaskAfterSoftmax(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 
 
 class MissingZeroGrad(Bug):
@@ -11,7 +11,7 @@ class MissingZeroGrad(Bug):
         def zero_grad(self) -> None:
             pass
 
-        patch_method(trainer, "zero_grad", zero_grad, active=lambda: trainer.step >= trainer.onset)
+        patch_method(trainer, "zero_grad", zero_grad, active=from_onset(trainer))
 
 
 BUG = MissingZeroGrad(

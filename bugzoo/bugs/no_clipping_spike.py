@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 
 
 def clip_gradients(self) -> None:
@@ -11,7 +11,7 @@ def clip_gradients(self) -> None:
 
 class NoClippingSpike(Bug):
     def before_build(self, trainer) -> None:
-        patch_method(trainer, "clip_gradients", clip_gradients)
+        patch_method(trainer, "clip_gradients", clip_gradients, active=from_onset(trainer))
 
 
 BUG = NoClippingSpike(

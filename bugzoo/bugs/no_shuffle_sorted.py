@@ -22,6 +22,7 @@ BUG = NoShuffleSorted(
     id="no_shuffle_sorted",
     title="Training data sorted by class and not shuffled",
     category="data",
+    honours_onset=False,
     symptom=("every batch holds one class; the loss saw-tooths as the class changes and the model "
              "ends each epoch predicting the last class it saw: validation accuracy stays far below"
              " the clean run's"),

@@ -26,6 +26,7 @@ BUG = NondeterministicSeed(
     id="nondeterministic_seed",
     title="An RNG the seed does not reach (unseeded shuffle)",
     category="reproducibility",
+    honours_onset=False,
     symptom=("two runs with the same seed produce different traces (losses differ from the first "
              "step); clean runs with the same seed are bitwise identical"),
     check=SymptomCheck("trace_digest", "varies"),

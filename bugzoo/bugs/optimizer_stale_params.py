@@ -19,6 +19,7 @@ BUG = OptimizerStaleParams(
     id="optimizer_stale_params",
     title="Head replaced after the optimizer was built",
     category="optim",
+    honours_onset=False,
     symptom=("the new head keeps its random initialisation and its gradients are never applied nor "
              "cleared (optimizer.zero_grad() does not know it): its .grad accumulates and the "
              "gradient norm climbs step after step"),

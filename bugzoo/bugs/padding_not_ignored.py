@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 
 
 def encode_padded(self, tokens: Tensor, lengths: Tensor) -> Tensor:
@@ -16,7 +16,7 @@ def encode_padded(self, tokens: Tensor, lengths: Tensor) -> Tensor:
 
 class PaddingNotIgnored(Bug):
     def after_build(self, trainer) -> None:
-        patch_method(trainer.model.backbone, "forward", encode_padded)
+        patch_method(trainer.model.backbone, "forward", encode_padded, active=from_onset(trainer))
 
 
 BUG = PaddingNotIgnored(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 
 
 class PlantedLogLayer(Bug):
@@ -18,7 +18,7 @@ class PlantedLogLayer(Bug):
             # The mistake (exercise E.9.1): a "log-compression" whose input touches 1e-9.
             return torch.log(x - x.detach().min() + 1e-9)
 
-        patch_method(layer, "forward", forward, active=lambda: trainer.step >= trainer.onset)
+        patch_method(layer, "forward", forward, active=from_onset(trainer))
 
 
 BUG = PlantedLogLayer(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 
 
 def scheduler_step(self) -> None:
@@ -13,7 +13,7 @@ def scheduler_step(self) -> None:
 class SchedulerNeverStepped(Bug):
     def before_build(self, trainer) -> None:
         patch_method(trainer, "scheduler_step", scheduler_step,
-                     active=lambda: trainer.step >= trainer.onset)
+                     active=from_onset(trainer))
 
 
 BUG = SchedulerNeverStepped(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 
 
 class SchedulerPerMicrobatch(Bug):
@@ -19,7 +19,7 @@ class SchedulerPerMicrobatch(Bug):
             optimizer_step()
 
         patch_method(trainer, "optimizer_step", optimizer_step_after_micro_batch_schedule,
-                     active=lambda: trainer.step >= trainer.onset)
+                     active=from_onset(trainer))
 
 
 BUG = SchedulerPerMicrobatch(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 
 
 def binary_loss(self, logits: Tensor, y: Tensor) -> Tensor:
@@ -19,7 +19,7 @@ def binary_loss(self, logits: Tensor, y: Tensor) -> Tensor:
 
 class SilentBroadcast(Bug):
     def before_build(self, trainer) -> None:
-        patch_method(trainer, "compute_loss", binary_loss)
+        patch_method(trainer, "compute_loss", binary_loss, active=from_onset(trainer))
 
 
 BUG = SilentBroadcast(

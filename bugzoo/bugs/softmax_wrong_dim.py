@@ -17,6 +17,7 @@ BUG = SoftmaxWrongDim(
     id="softmax_wrong_dim",
     title="Softmax over the batch dimension",
     category="model",
+    honours_onset=False,
     symptom=("the loss barely moves below log(C); each class column is normalised across the batch,"
              " so a prediction depends on the other samples and validation accuracy ends well below"
              " the clean run's"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 
 
 def encode(self, tokens: Tensor, lengths: Tensor) -> Tensor:
@@ -25,7 +25,7 @@ def encode(self, tokens: Tensor, lengths: Tensor) -> Tensor:
 
 class SqrtAtZero(Bug):
     def after_build(self, trainer) -> None:
-        patch_method(trainer.model.backbone, "forward", encode)
+        patch_method(trainer.model.backbone, "forward", encode, active=from_onset(trainer))
 
 
 BUG = SqrtAtZero(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 
 
 def zero_grad(self) -> None:
@@ -17,7 +17,7 @@ def optimizer_step(self) -> None:
 
 class StepEveryKWithoutZero(Bug):
     def before_build(self, trainer) -> None:
-        active = lambda: trainer.step >= trainer.onset  # noqa: E731
+        active = from_onset(trainer)
         patch_method(trainer, "zero_grad", zero_grad, active=active)
         patch_method(trainer, "optimizer_step", optimizer_step, active=active)
 

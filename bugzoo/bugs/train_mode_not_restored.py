@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 
 
 def leave_eval(self) -> None:
@@ -13,7 +13,7 @@ def leave_eval(self) -> None:
 
 class TrainModeNotRestored(Bug):
     def before_build(self, trainer) -> None:
-        patch_method(trainer, "leave_eval", leave_eval)
+        patch_method(trainer, "leave_eval", leave_eval, active=from_onset(trainer))
 
 
 BUG = TrainModeNotRestored(

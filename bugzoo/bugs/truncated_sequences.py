@@ -31,6 +31,7 @@ BUG = TruncatedSequences(
     id="truncated_sequences",
     title="Input sequences truncated to a few tokens",
     category="data",
+    honours_onset=False,
     symptom=("the model only sees the first tokens of each review, where the sentiment words often "
              "are not: validation accuracy plateaus well below the clean run"),
     check=SymptomCheck("final_val_acc", "lower"),

@@ -15,6 +15,7 @@ BUG = WrongNormalization(
     id="wrong_normalization",
     title="Inputs not normalised",
     category="data",
+    honours_onset=False,
     symptom=("a few large-scale features dominate the first layer; loss is erratic and validation "
              "accuracy ends well below the clean run's"),
     check=SymptomCheck("final_val_acc", "lower"),

@@ -30,7 +30,7 @@ class Split:
         return Split(self.x[index], self.y[index], lengths, self.pad_to)
 
     def inputs(self, index: Tensor | slice) -> tuple[Tensor, ...]:
-        """The model inputs for some rows; sequences are trimmed to the longest row or ``pad_to``."""
+        """The model inputs for some rows; sequences trimmed to the longest row or ``pad_to``."""
         x = self.x[index]
         if self.lengths is None:
             return (x,)

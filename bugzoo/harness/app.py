@@ -47,7 +47,8 @@ def format_summary(summary: dict, path: str) -> str:
     ]
     for name, status in summary.get("detectors", {}).items():
         state = f"error: {status['error']}" if status["error"] else f"{status['alarms']} alarms"
-        lines.append(f"detector  {name}: {state}, overhead {status['overhead']:.1%}")
+        lines.append(f"detector  {name}: {state}, "
+                     f"{status['call_share']:.1%} of the run in its calls")
     lines.append(f"saved     {path}")
     return "\n".join(lines)
 

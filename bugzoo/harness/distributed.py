@@ -223,7 +223,8 @@ def execute_distributed(cfg: DictConfig, detectors: list[Detector] = (), bug: Bu
             for rank in range(world_size):
                 with open(run_dir / f"rank{rank}.log", "wb") as err:
                     procs.append(subprocess.Popen(
-                        [sys.executable, "-m", "bugzoo.harness.distributed", str(run_dir), str(rank)],
+                        [sys.executable, "-m", "bugzoo.harness.distributed", str(run_dir),
+                         str(rank)],
                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                         env=env, start_new_session=True))
             finished = _wait(procs, time.monotonic() + float(cfg.harness.timeout_s))

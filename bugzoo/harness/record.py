@@ -19,6 +19,7 @@ import torch
 from omegaconf import DictConfig
 
 from bugzoo.bugs import Bug
+from bugzoo.scenarios import get_scenario
 from bugzoo.telemetry import TIMING_COLUMNS
 
 
@@ -28,13 +29,19 @@ class DetectorStatus:
 
     ``error``: the first exception or time-budget overrun in one of its calls or hooks (the
     detector is not called again after one); ``seconds``: time spent inside its calls and hooks;
-    ``overhead``: that time as a share of the run's wall time; ``alarms``: how many it raised.
+    ``call_share``: that time as a share of the run's wall time (not what a user pays per step:
+    a tool can slow the whole step, see ``bugzoo perf overhead``); ``alarms``: how many it
+    raised; ``role``, ``distribution``, ``version``: what it is and which installed
+    distribution provided it.
     """
 
     error: str | None = None
     seconds: float = 0.0
-    overhead: float = 0.0
+    call_share: float = 0.0
     alarms: int = 0
+    role: str = "heuristic"
+    distribution: str = "unknown"
+    version: str = ""
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -111,13 +118,13 @@ def summarize(trace: pd.DataFrame, num_classes: int | None) -> dict:
 
 def scenario_of(cfg: DictConfig) -> str:
     """The scenario id a run is stored under: the composed ``scenario`` (``<model>-<bug>`` or
-    ``<model>-clean`` for a run composed without one); a scenario run with its bug removed
-    (``~bug``) is ``<scenario>.control``."""
-    derived = f"{cfg.model.name}-{cfg.bug.id if cfg.get('bug') else 'clean'}"
+    ``<model>-clean`` for a run composed without one); a buggy scenario run with its bug
+    removed (``~bug``) is ``<scenario>.control``."""
     named = cfg.get("scenario")
-    if not named or named == derived:
-        return derived
-    return f"{named}.control" if cfg.get("bug") is None else named
+    if not named:
+        return f"{cfg.model.name}-{cfg.bug.id if cfg.get('bug') else 'clean'}"
+    removed = cfg.get("bug") is None and not get_scenario(named).clean
+    return f"{named}.control" if removed else named
 
 
 def build_summary(cfg: DictConfig, bug: Bug | None, *, trace: pd.DataFrame, outcome: str,

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from bugzoo import versions
 from bugzoo.errors import UsageError
 
 ALARM_COLUMNS = ["detector", "step", "symptom", "category", "message"]
@@ -101,19 +102,32 @@ def iter_runs(sweep_dir: Path):
 SWEEP_COMMAND = "command.txt"
 
 
-def write_sweep_command(sweep_dir: Path, command: str) -> None:
-    """Record a command that makes runs of a sweep, so its scores can name it. A sweep made by
-    several commands (e.g. a second bench for an opt-in detector) keeps each, in order."""
+def _sweep_commands(sweep_dir: Path) -> list[tuple[str, str]]:
+    """(command, versions) of each line of a sweep's ``command.txt``."""
     path = Path(sweep_dir) / SWEEP_COMMAND
-    known = path.read_text().splitlines() if path.is_file() else []
-    if command not in known:
+    lines = path.read_text().splitlines() if path.is_file() else []
+    return [(command.strip(), made_with.strip())
+            for command, _, made_with in (line.partition("  # ") for line in lines)]
+
+
+def write_sweep_command(sweep_dir: Path, command: str) -> None:
+    """Record a command that makes runs of a sweep, with the versions it ran with, so its
+    scores can name both. A sweep made by several commands (e.g. a second bench for an opt-in
+    detector) keeps each, in order."""
+    path = Path(sweep_dir) / SWEEP_COMMAND
+    known = _sweep_commands(sweep_dir)
+    if (command, versions()) not in known:
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        tmp.write_text("".join(f"{c}\n" for c in [*known, command]))
+        lines = [*known, (command, versions())]
+        tmp.write_text("".join(f"{c}  # {v}\n" for c, v in lines))
         os.replace(tmp, path)
 
 
 def read_sweep_command(sweep_dir: Path) -> str | None:
     """The commands that made a sweep's runs, joined as "`a` then `b`" reads in Markdown."""
-    path = Path(sweep_dir) / SWEEP_COMMAND
-    known = path.read_text().splitlines() if path.is_file() else []
-    return "` then `".join(known) or None
+    return "` then `".join(dict.fromkeys(c for c, _ in _sweep_commands(sweep_dir))) or None
+
+
+def read_sweep_versions(sweep_dir: Path) -> str | None:
+    """The versions the sweep's runs were made with (``bugzoo X, torch Y``; several joined)."""
+    return "; ".join(dict.fromkeys(v for _, v in _sweep_commands(sweep_dir) if v)) or None

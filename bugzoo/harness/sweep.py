@@ -18,13 +18,12 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from bugzoo.bugs import get_bug
 from bugzoo.config import compose_run
 from bugzoo.detector import is_exclusive
 from bugzoo.errors import UsageError
 from bugzoo.harness import store
 from bugzoo.harness.pool import RunTask, run_tasks
-from bugzoo.scenarios import Scenario, list_scenarios
+from bugzoo.scenarios import Scenario, get_scenario, list_scenarios
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +65,8 @@ def parse_seeds(text: str) -> list[int]:
     try:
         seeds = sorted({int(s) for s in text.split(",") if s.strip()})
     except ValueError:
-        raise UsageError(f"--seeds takes a comma-separated list of integers, got {text!r}") from None
+        raise UsageError(
+            f"--seeds takes a comma-separated list of integers, got {text!r}") from None
     if not seeds:
         raise UsageError("--seeds is empty")
     if not 0 <= seeds[0] <= seeds[-1] < 2**32:
@@ -75,28 +75,27 @@ def parse_seeds(text: str) -> list[int]:
 
 
 # ----------------------------------------------------------------------------- planning
-QUICK_BUGS = 3  # --quick: the mlp clean control plus this many mlp bug scenarios
+# --quick: four mlp bugs of four categories, one of them starting mid-run (step 50), their
+# controls and three healthy variants, 60 steps each
+QUICK_SCENARIOS = ("mlp-double_softmax", "mlp-missing_zero_grad", "mlp-labels_one_indexed",
+                   "mlp-frozen_layers", "mlp-clean-lr_x0p3", "mlp-clean-batch128",
+                   "mlp-clean-constant_lr")
 QUICK_OVERRIDES = ("harness.steps=60", "harness.eval_interval=20")
 
 
 def select_scenarios(patterns: list[str] | None, quick: bool = False, device: str = "auto",
                      include_excluded: bool = False) -> list[Scenario]:
-    """The scenarios a sweep runs: those matching ``patterns`` (default all), minus those
-    excluded or unable to run on ``device`` (each logged with its reason). ``quick`` without
-    patterns keeps the mlp control and a few silent mlp bugs of distinct categories."""
+    """The scenarios a sweep runs: those matching ``patterns`` (default all, or with ``quick``
+    the ``QUICK_SCENARIOS``) and the controls of the buggy ones, minus those excluded or unable
+    to run on ``device`` (each logged with its reason)."""
+    found = list_scenarios(QUICK_SCENARIOS if quick and not patterns else patterns)
+    found += [get_scenario(s.control) for s in found if s.control]
     chosen = []
-    for scenario in list_scenarios(patterns):
+    for scenario in sorted(set(found), key=lambda s: s.id):
         if reason := scenario.skip_reason(device, include_excluded):
             log.info("skipping %s: %s", scenario.id, reason)
         else:
             chosen.append(scenario)
-    if quick and not patterns:
-        control = next((s for s in chosen if s.id == "mlp-clean"), None)
-        keep = {"clean": control} if control else {}
-        for s in chosen:
-            if s.model == "mlp" and not s.isolate and len(keep) <= QUICK_BUGS:
-                keep.setdefault(get_bug(s.bug).category if s.bug else "clean", s)
-        chosen = sorted(keep.values(), key=lambda s: s.id)
     return chosen
 
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from bugzoo.detector import Detector, RunView
+from bugzoo.detector import Detector, RunView, installed_detectors, provider
 from bugzoo.harness.record import DetectorStatus
 from bugzoo.train import Trainer
 
@@ -95,9 +95,14 @@ class Watch:
         hook_s = getattr(self.detector, "hook_seconds", 0.0)
         hook_errors = getattr(self.detector, "hook_errors", [])
         seconds = self.seconds + hook_s
+        name = self.detector.name
+        distribution, version = (provider(name) if name in installed_detectors()
+                                 else ("unknown", ""))
         return DetectorStatus(error=self.error or (hook_errors[0] if hook_errors else None),
-                              seconds=seconds, overhead=seconds / wall_s if wall_s > 0 else 0.0,
-                              alarms=len(self.alarms))
+                              seconds=seconds,
+                              call_share=seconds / wall_s if wall_s > 0 else 0.0,
+                              alarms=len(self.alarms), role=self.detector.role,
+                              distribution=distribution, version=version)
 
 
 def watches_for(detectors: list[Detector], cfg) -> list[Watch]:

@@ -13,8 +13,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from bugzoo.detector import default_detectors, detector_names, unavailable
-from bugzoo.errors import ArgumentParser, UsageError, unknown_choice
+import pandas as pd
+
+from bugzoo.detector import SELECTORS, select_detectors
+from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
 from bugzoo.harness.sweep import (
     QUICK_OVERRIDES,
@@ -26,11 +28,13 @@ from bugzoo.harness.sweep import (
     sweep_options,
     sweep_parser,
 )
-from bugzoo.judge.scoring import score_sweep
+from bugzoo.judge.perf import time_pairs
+from bugzoo.judge.scoring import OVERHEAD_FILE, score_sweep, suite_members
 
 log = logging.getLogger(__name__)
 
 BENCH_SEEDS = "0,1,2"
+OVERHEAD_BLOCKS, QUICK_OVERHEAD_BLOCKS = 15, 6  # blocks of 4 steps timed against the bare loop
 
 
 def recorded_command(argv: list[str]) -> str:
@@ -47,6 +51,28 @@ def recorded_command(argv: list[str]) -> str:
     return " ".join(["bugzoo bench", *kept])
 
 
+def measure_overhead(out: Path, models: list[str], detectors: list[str], workers: int,
+                     blocks: int, progress: bool) -> None:
+    """What each detector and suite adds per step on each model, as ``bugzoo perf overhead``
+    measures it (blocks interleaved with the same loop without it, telemetry on in both),
+    into ``<out>/overhead.csv``. Pairs already there are kept, so a resumed bench measures
+    only what is missing."""
+    path = out / OVERHEAD_FILE
+    rows = pd.read_csv(path).to_dict("records") if path.is_file() else []
+    have = {(r["model"], r["variant"]) for r in rows}
+    variants = {**{d: [d] for d in detectors}, **suite_members(detectors)}
+    pairs = [(m, name, members) for m in models for name, members in variants.items()
+             if (m, name) not in have]
+    if pairs:
+        log.info("overhead: %d detector x model pairs against the bare loop", len(pairs))
+    for row in time_pairs(pairs, workers, blocks=blocks, against="telemetry",
+                          progress=progress):
+        rows.append(row)
+        tmp = path.with_name(f".{path.name}.tmp")
+        pd.DataFrame(rows).to_csv(tmp, index=False)
+        tmp.replace(path)
+
+
 def _parser() -> ArgumentParser:
     p = ArgumentParser(
         prog="bugzoo bench", parents=[sweep_parser()],
@@ -57,7 +83,12 @@ def _parser() -> ArgumentParser:
                    help="smoke sweep: mlp clean + a few mlp bugs of distinct categories, "
                    "1 seed, 60 steps")
     p.add_argument("--detectors", nargs="+", metavar="NAME",
-                   help="detectors to watch (default: the default suite, see bugzoo list detectors)")
+                   help="detector names and selectors, e.g. 'default plugins' or "
+                   "'builtins,my_detector' (default: default). Selectors: "
+                   + "; ".join(f"{k}: {text}" for k, (text, _) in SELECTORS.items()))
+    p.add_argument("--no-overhead", action="store_true",
+                   help="skip timing each detector against the bare loop (the leaderboard's "
+                   "overhead column stays empty)")
     p.add_argument("--sweep", help="sweep name (default: bench, or quick with --quick)")
     p.add_argument("--out", help="sweep folder (default: results/runs/<sweep>)")
     return p
@@ -69,13 +100,7 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args([a for a in argv if a not in overrides])
     options = sweep_options(args, "0" if args.quick else BENCH_SEEDS)
     name = args.sweep or ("quick" if args.quick else "bench")
-    installed = detector_names()
-    for d in args.detectors or ():
-        if d not in installed:
-            raise unknown_choice("detector", d, installed)
-        if reason := unavailable(d):
-            raise UsageError(f"detector {d} cannot run here: {reason}")
-    chosen = args.detectors or default_detectors()
+    chosen = select_detectors(args.detectors)
     overrides = [*(QUICK_OVERRIDES if args.quick else ()), *overrides]
     scenarios = select_scenarios(options.patterns, quick=args.quick)
     if not scenarios:
@@ -90,5 +115,9 @@ def main(argv: list[str]) -> int:
              name, len(scenarios), len(options.seeds), ", ".join(chosen), options.workers, out)
     outcomes = sweep(tasks, options.workers, progress=options.progress)
     log.info("runs made now: %s", dict(outcomes) or "none (all complete)")
+    if not args.no_overhead:
+        measure_overhead(out, sorted({s.model for s in scenarios}), chosen, options.workers,
+                         QUICK_OVERHEAD_BLOCKS if args.quick else OVERHEAD_BLOCKS,
+                         options.progress)
     print(score_sweep(out, command=f"bugzoo score {out}"))
     return 0

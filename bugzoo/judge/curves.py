@@ -22,12 +22,14 @@ from bugzoo.scenarios import list_scenarios
 
 # symptom metric -> trace column drawn in the fourth panel
 EXTRA_PANEL = {
-    "rss_growth_mb": "rss_mb", "peak_rss_mb": "rss_mb", "heap_growth_mb": "heap_mb", "final_lr": "lr", "max_lr": "lr", "mean_lr": "lr",
+    "rss_growth_mb": "rss_mb", "peak_rss_mb": "rss_mb", "heap_growth_mb": "heap_mb",
+    "final_lr": "lr", "max_lr": "lr", "mean_lr": "lr",
     "data_time_frac": "data_s", "median_step_s": "step_s", "mean_zero_grad_frac": "zero_grad_frac",
     "train_mode_frac": "training", "mean_update_ratio": "update_ratio",
 }
 LABELS = {"loss": "training loss (10-step mean)", "val_acc": "validation accuracy",
-          "grad_norm": "global grad norm", "rss_mb": "process RSS (MiB)", "heap_mb": "live heap (MiB)", "lr": "learning rate",
+          "grad_norm": "global grad norm", "rss_mb": "process RSS (MiB)",
+          "heap_mb": "live heap (MiB)", "lr": "learning rate",
           "data_s": "data time per step (s)", "step_s": "step time (s)",
           "zero_grad_frac": "share of zero gradients", "training": "model.training",
           "update_ratio": "update / param norm", "param_norm": "parameter norm"}
@@ -102,10 +104,10 @@ def curves(bug_id: str, models: list[str] | None, patterns: list[str] | None, se
     if not ids:
         raise UsageError(f"bug '{bug_id}' has no runnable scenario here")
     # excluded scenarios are drawn too: the picture shows what "does not manifest" looks like
-    tasks, scenarios = plan_validity_runs(runs_root, ids, seeds, overrides)
-    sweep(tasks, workers, progress=progress)
+    plan = plan_validity_runs(runs_root, ids, seeds, overrides)
+    sweep(plan.tasks, workers, progress=progress)
     runs, onset = {}, {}
-    for scenario in scenarios:
+    for scenario in plan.buggy:
         buggy = load_traces(runs_root, "buggy", scenario.id, seeds)
         runs[scenario.model] = (load_traces(runs_root, "control", scenario.control, seeds), buggy)
         summary = store.read_summary(store.run_dir(runs_root, "buggy", scenario.id, seeds[0]))

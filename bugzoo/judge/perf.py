@@ -14,24 +14,22 @@ Tables go to ``results/perf/`` with the command that made them.
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import pandas as pd
 import torch
+from tqdm import tqdm
 
 from bugzoo.config import compose_run
 from bugzoo.data.base import forever
-from bugzoo.detector import (
-    REAL_TOOLS,
-    default_detectors,
-    detector_names,
-    load_detector,
-    unavailable,
-)
-from bugzoo.errors import ArgumentParser
+from bugzoo.detector import load_detector, select_detectors
+from bugzoo.errors import ArgumentParser, unknown_choice
 from bugzoo.harness import store
 from bugzoo.harness.runner import execute
 from bugzoo.harness.sweep import (
@@ -45,6 +43,7 @@ from bugzoo.harness.sweep import (
 )
 from bugzoo.harness.watch import Watch, run_view
 from bugzoo.judge.overfit import overfit_single_batch
+from bugzoo.judge.scoring import suite_members
 from bugzoo.judge.tables import markdown
 from bugzoo.models import MODELS
 from bugzoo.train import Trainer
@@ -124,51 +123,78 @@ class LoopVariant:
                 w.call("teardown")
 
 
-def overhead(models: list[str], detectors: list[str], blocks: int = 15, steps: int = 4
-             ) -> pd.DataFrame:
-    """One row per model and variant: bare, telemetry, each detector alone, the built-in
-    suite (every detector but the ``REAL_TOOLS``) and all of them together.
+def time_pair(model: str, variant: str, detectors: list[str] | None, blocks: int = 15,
+              steps: int = 4, against: str = "bare") -> dict:
+    """Time one variant against a reference loop on ``model``'s defaults: telemetry only
+    (``detectors`` None) or telemetry with ``detectors`` watching, against the bare loop or
+    (``against="telemetry"``: what a detector adds to a harness that records telemetry
+    anyway) the loop with telemetry.
 
-    Each variant is timed against the bare loop in a pair of its own: the two take turns in
-    blocks of ``steps`` steps, so that drifts of the machine's speed fall on both alike, and
-    only two models share the CPU caches, as in a real run (one model per process); with every
-    variant's model alive at once, cache misses inflated the ratios by 0.1-0.3.
+    The two take turns in ``blocks`` blocks of ``steps`` steps, so that drifts of the machine's
+    speed fall on both alike, and only their two models share the CPU caches, as in a real run
+    (one model per process); with every variant's model alive at once, cache misses inflated
+    the ratios by 0.1-0.3. ``median_x`` is the ratio of median step times to the bare loop's;
+    ``mean_x`` the ratio of means, which also counts work done on some steps only;
+    ``setup_s`` the one-off cost of the detectors' ``setup`` (e.g. hashing the data splits)."""
+    torch.manual_seed(0)
+    bare = LoopVariant(model, against, [])
+    watched = LoopVariant(model, "telemetry" if detectors is None else "detectors",
+                          detectors or [])
+    bare.block(3)  # warm-up
+    watched.block(3)
+    bare.times.clear()
+    watched.times.clear()
+    for _ in range(blocks):
+        bare.block(steps)
+        watched.block(steps)
+    watched.close()
+    return {"model": model, "variant": variant,
+            "median_x": round(statistics.median(watched.times) / statistics.median(bare.times), 3),
+            "mean_x": round(statistics.mean(watched.times) / statistics.mean(bare.times), 3),
+            "setup_s": round(watched.setup_s, 3),
+            "step_ms": round(1000 * statistics.median(watched.times), 2),
+            "bare_ms": round(1000 * statistics.median(bare.times), 2)}
 
-    ``median_x`` is the ratio of median step times to the bare loop's in the same pair;
-    ``mean_x`` the ratio of means, which also counts work a detector does only on some steps;
-    ``setup_s`` is the one-off cost of ``setup`` (e.g. hashing the data splits)."""
+
+Pair = tuple[str, str, list[str] | None]  # (model, variant name, detectors or None)
+
+
+def time_pairs(pairs: list[Pair], workers: int, blocks: int = 15, steps: int = 4,
+               against: str = "bare", progress: bool = False) -> Iterator[dict]:
+    """:func:`time_pair` for each pair, on ``workers`` processes (one torch thread each);
+    yields each row as it is measured."""
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=torch.set_num_threads,
+                             initargs=(1,)) as pool:
+        futures = [pool.submit(time_pair, *pair, blocks, steps, against) for pair in pairs]
+        with tqdm(total=len(futures), unit="pair", disable=not progress) as bar:
+            for future in as_completed(futures):
+                bar.update()
+                yield future.result()
+
+
+def overhead_variants(detectors: list[str]) -> dict[str, list[str] | None]:
+    """What ``perf overhead`` times: telemetry alone, each detector alone, each suite, and all
+    the detectors together."""
+    variants: dict[str, list[str] | None] = {"telemetry": None, **{d: [d] for d in detectors}}
+    variants.update(suite_members(detectors))
+    variants["all detectors"] = detectors
+    return variants
+
+
+def overhead(models: list[str], detectors: list[str], workers: int = 1, blocks: int = 15,
+             steps: int = 4) -> pd.DataFrame:
+    """One row per model and variant (:func:`overhead_variants`), plus the bare loop's own."""
+    variants = overhead_variants(detectors)
+    pairs = [(m, name, chosen) for m in models for name, chosen in variants.items()]
+    measured = {(r["model"], r["variant"]): r for r in time_pairs(pairs, workers)}
     rows = []
     for model in models:
-        torch.manual_seed(0)
-        bare = LoopVariant(model, "bare", [])
-        bare.block(3)  # warm-up
-        builtins = [d for d in detectors if d not in REAL_TOOLS]
-        plans = {"telemetry": ("telemetry", []), **{d: ("detectors", [d]) for d in detectors}}
-        if len(builtins) not in (0, len(detectors)):
-            plans["built-in suite"] = ("detectors", builtins)
-        plans["all detectors"] = ("detectors", detectors)
-        bare_times = []
-        for name, (kind, chosen) in plans.items():
-            variant = LoopVariant(model, kind, chosen)
-            variant.block(3)  # warm-up
-            variant.times.clear()
-            bare.times.clear()
-            for _ in range(blocks):
-                bare.block(steps)
-                variant.block(steps)
-            variant.close()
-            bare_times += bare.times
-            rows.append({"model": model, "variant": name,
-                         "median_x": round(statistics.median(variant.times)
-                                           / statistics.median(bare.times), 3),
-                         "mean_x": round(statistics.mean(variant.times)
-                                         / statistics.mean(bare.times), 3),
-                         "setup_s": round(variant.setup_s, 3),
-                         "step_ms": round(1000 * statistics.median(variant.times), 2)})
-        rows.insert(len(rows) - len(plans), {
-            "model": model, "variant": "bare", "median_x": 1.0, "mean_x": 1.0, "setup_s": 0.0,
-            "step_ms": round(1000 * statistics.median(bare_times), 2)})
-        log.info("overhead: %s done", model)
+        bare_ms = [measured[model, v]["bare_ms"] for v in variants]
+        rows.append({"model": model, "variant": "bare", "median_x": 1.0, "mean_x": 1.0,
+                     "setup_s": 0.0, "step_ms": round(statistics.median(bare_ms), 2)})
+        rows += [{k: v for k, v in measured[model, name].items() if k != "bare_ms"}
+                 for name in variants]
     return pd.DataFrame(rows)
 
 
@@ -236,12 +262,16 @@ def main(argv: list[str]) -> int:
     p = ArgumentParser(prog="bugzoo perf", description=__doc__.splitlines()[0],
                        parents=[sweep_parser()])
     p.add_argument("what", choices=["baselines", "overhead", "sweep"])
-    p.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
-    p.add_argument("--detectors", nargs="+",
-                   help="default: the default suite plus the real tools that can run here")
+    p.add_argument("--models", nargs="+", default=list(MODELS), metavar="MODEL",
+                   help=f"default: all ({', '.join(MODELS)})")
+    p.add_argument("--detectors", nargs="+", metavar="NAME",
+                   help="names or selectors, as bench takes them (default: 'default tools')")
     p.add_argument("--quick", action="store_true", help="sweep: the --quick sweep's scenarios")
     args = p.parse_args(argv)
     options = sweep_options(args, "0")
+    for model in args.models:
+        if model not in MODELS:
+            raise unknown_choice("model", model, MODELS)
     torch.set_num_threads(1)
     command = " ".join(["bugzoo perf", *argv])
     if args.what == "baselines":
@@ -251,28 +281,27 @@ def main(argv: list[str]) -> int:
         name = "sweep_quick" if args.quick else "sweep"
         path = write(table, name, "Sweep efficiency", command, SWEEP_NOTE)
     else:
-        detectors = args.detectors or overhead_detectors()
+        detectors = select_detectors(args.detectors) if args.detectors else overhead_detectors()
         note = OVERHEAD_NOTE + " Detectors: " + ", ".join(detectors) + "."
-        table = overhead(args.models, detectors)
+        table = overhead(args.models, detectors, options.workers)
         path = write(table, "overhead", "Loop overhead", command, note, overhead_markdown(table))
     print(path.read_text())
     return 0
 
 
 def overhead_detectors() -> list[str]:
-    """What ``perf overhead`` times by default: the default suite plus every real tool that can
-    run here (the costly ones are left out of sweeps, which is why their cost is worth a row)."""
-    tools = [t for t in REAL_TOOLS if t in detector_names() and unavailable(t) is None]
-    return sorted({*default_detectors(), *tools})
+    """What ``perf overhead`` times by default: a plain bench's detectors plus every tool that
+    can run here (the costly ones stay out of sweeps, which is why their cost is worth a row)."""
+    return sorted(select_detectors(["default", "tools"]))
 
 
 OVERHEAD_NOTE = (
     "Step time of each variant relative to the bare loop (no telemetry, no detectors), as "
     "`median_x / mean_x`: the ratio of median step times, then of mean step times (which also "
-    "counts work done on some steps only). `built-in suite` is every detector but the real "
-    "tools (" + ", ".join(REAL_TOOLS) + "). Each variant steps in blocks interleaved with the "
-    "bare loop's, one pair at a time, in one process, one thread; `bugzoo perf overhead` "
-    "writes the per-variant figures to `overhead.csv`.")
+    "counts work done on some steps only). `suite: built-ins` is bugzoo's own heuristics, "
+    "`suite: built-ins + tools` adds the tool adapters. Each variant steps in blocks "
+    "interleaved with the bare loop's, in a process of its own with one thread; "
+    "`overhead.csv` holds the per-variant figures.")
 SWEEP_NOTE = (
     "The same single-seed sweep without detectors, first on 1 worker, then on all; `efficiency` "
     "= (sum of the serial sweep's run times / workers) / sweep wall time. Run times are each "

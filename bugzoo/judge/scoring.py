@@ -1,67 +1,74 @@
-"""Score a sweep: per (detector, run) outcomes, then per-detector and per-category tables.
+"""Score a sweep: per (detector, run) outcomes, then leaderboards that reward discrimination.
 
-Outcomes of one detector on one run (its *first* alarm decides):
+The outcome of one detector on one run is decided by its *first* alarm:
 
-* buggy run: ``hit`` (first alarm at or after onset), ``early`` (before onset: a false alarm),
-  ``miss`` (no alarm);
-* clean run (no bug planted: a control or a healthy variant): ``false_alarm`` or ``quiet``.
+* clean run (a control or a healthy variant): ``false_alarm`` or ``quiet``;
+* buggy run whose bug starts at step ``onset``: ``early`` (first alarm before the onset, when
+  the run was still identical to its clean control: a false alarm on that run), ``hit`` (at or
+  after the onset) or ``miss`` (no alarm).
 
-Aggregates carry 95% confidence intervals: Wilson intervals for rates, percentile bootstrap
-for medians and means. Loud bugs (crash, hang) are scored apart from silent ones.
+The primary score is Youden's J, **recall minus the matched false-alarm rate**:
+
+* recall = hits / (hits + misses): the share of buggy runs caught, among those where the
+  detector was still quiet when the bug began (an early run is a false alarm, not a chance to
+  catch the bug);
+* the matched false-alarm rate holds each judged buggy run against the clean runs over the same
+  stretch: for a run with onset k, the share of clean runs, quiet before step k, that alarm at
+  step k or later. For onset 0 that is the plain false-alarm rate on clean runs.
+
+A detector that knows nothing about the bug alarms as often on clean runs as on buggy ones over
+any stretch, so its J is 0 whatever it does: alarm at step 0 of every run, at step 150, never,
+or at random. Sorting by J ranks detectors by how well they tell buggy runs from clean ones.
+
+Rates carry exact (Clopper-Pearson) 95% intervals; J, medians and means carry 95% percentile
+bootstrap intervals (buggy and clean runs resampled apart). Loud bugs (crash, hang) are scored
+apart from silent ones.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from bugzoo.detector import REAL_TOOLS
+from bugzoo import versions
+from bugzoo.detector import OWN_DISTRIBUTION, installed_detectors, provider, role_of
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
+from bugzoo.judge.stats import BOOTSTRAP, bootstrap, clopper_pearson
 
 log = logging.getLogger(__name__)
 
-Z95 = 1.959963984540054
-BOOTSTRAP = 2000
+# Suites count a run as caught by the first alarm of any member: bugzoo's own detectors of
+# these roles (baselines and outside plug-ins are never members).
+SUITES = {"suite: built-ins": ("heuristic",), "suite: built-ins + tools": ("heuristic", "tool")}
+OVERHEAD_FILE = "overhead.csv"
 
 
-def wilson(successes: int, n: int) -> tuple[float, float, float]:
-    """Proportion with its 95% Wilson score interval; NaNs when ``n`` is 0."""
-    if n == 0:
-        return math.nan, math.nan, math.nan
-    p = successes / n
-    denom = 1 + Z95**2 / n
-    centre = (p + Z95**2 / (2 * n)) / denom
-    half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n**2)) / denom
-    return p, max(0.0, centre - half), min(1.0, centre + half)
-
-
-def bootstrap(values, stat=np.median, seed: int = 0) -> tuple[float, float, float]:
-    """Statistic with its 95% percentile-bootstrap interval; NaNs when there are no values."""
-    x = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
-    if len(x) == 0:
-        return math.nan, math.nan, math.nan
-    rng = np.random.default_rng(seed)
-    stats = stat(x[rng.integers(0, len(x), size=(BOOTSTRAP, len(x)))], axis=1)
-    lo, hi = np.percentile(stats, [2.5, 97.5])
-    return float(stat(x)), float(lo), float(hi)
-
-
+# ----------------------------------------------------------------------------- outcomes
 def _onset_time(elapsed: pd.Series, onset: int) -> float:
     """Seconds into the run when step ``onset`` began."""
     return float(elapsed.get(onset - 1, 0.0)) if onset > 0 else 0.0
+
+
+def _identity(name: str, status: dict) -> dict:
+    """Role and source of a detector: as the run recorded them, else as installed now."""
+    if "role" in status:
+        return {"role": status["role"], "distribution": status["distribution"],
+                "version": status["version"]}
+    if name in installed_detectors():
+        distribution, version = provider(name)
+        return {"role": role_of(name), "distribution": distribution, "version": version}
+    return {"role": "heuristic", "distribution": "unknown", "version": ""}
 
 
 def run_outcomes(path: Path) -> list[dict]:
     """One row per detector that watched the run stored at ``path``."""
     summary = store.read_summary(path)
     alarms = store.read_alarms(path)
-    scenario = summary["scenario"]
     clean = not summary.get("bug")
     onset = int(summary.get("onset") or 0)
     elapsed = pd.Series(dtype=float)
@@ -82,16 +89,17 @@ def run_outcomes(path: Path) -> list[dict]:
             outcome = "hit" if step >= onset else "early"
         hit = outcome == "hit"
         rows.append({
-            "detector": name, "scenario": scenario, "seed": summary["seed"],
-            "bug": summary.get("bug"), "category": summary.get("category"),
-            "loud": bool(summary.get("loud")), "clean": clean, "onset": onset,
-            "run_outcome": summary.get("outcome"), "outcome": outcome,
-            "alarm_step": step, "alarm_category": first["category"] if first is not None else None,
+            "detector": name, **_identity(name, status), "scenario": summary["scenario"],
+            "model": summary.get("model"), "seed": summary["seed"], "bug": summary.get("bug"),
+            "category": summary.get("category"), "loud": bool(summary.get("loud")),
+            "clean": clean, "onset": onset, "run_outcome": summary.get("outcome"),
+            "outcome": outcome, "alarm_step": step,
+            "alarm_category": first["category"] if first is not None else None,
             "delay_steps": step - onset if hit else None,
             "delay_s": (float(elapsed.get(step, math.nan)) - _onset_time(elapsed, onset))
             if hit and len(elapsed) else None,
             "diagnosed": (first["category"] == summary.get("category")) if hit else None,
-            "overhead": status.get("overhead"), "detector_error": status.get("error"),
+            "detector_error": status.get("error"),
         })
     return rows
 
@@ -104,88 +112,220 @@ def outcomes(sweep_dir: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _rate(name: str, k: int, n: int) -> dict:
-    p, lo, hi = wilson(k, n)
-    return {name: p, f"{name}_lo": lo, f"{name}_hi": hi}
+# ----------------------------------------------------------------------------- suites
+def false_alarm_rates(table: pd.DataFrame) -> dict[str, float]:
+    """Each detector's share of clean runs with an alarm (ties between suite members)."""
+    clean = table[table["clean"] & ~table["loud"]]
+    return (clean["outcome"] == "false_alarm").groupby(clean["detector"]).mean().to_dict()
 
 
-def _summarize(g: pd.DataFrame) -> dict:
-    """Aggregate one detector's (or one detector x category's) outcomes."""
-    counts = g["outcome"].value_counts()
-    hits, early, fa = (int(counts.get(k, 0)) for k in ("hit", "early", "false_alarm"))
-    buggy, clean = int((~g["clean"]).sum()), int(g["clean"].sum())
-    recall = hits / buggy if buggy else math.nan
-    precision = hits / (hits + early + fa) if hits + early + fa else math.nan
-    delays = g["delay_steps"].dropna().astype(float)
-    row = {"runs": len(g), "buggy_runs": buggy, "clean_runs": clean, "hits": hits,
-           "early": early, "false_alarms": fa,
-           "detector_errors": int(g["detector_error"].notna().sum()),
-           **_rate("recall", hits, buggy), **_rate("false_alarm_rate", fa, clean),
-           **_rate("precision", hits, hits + early + fa),
-           "f1": 2 * precision * recall / (precision + recall)
-           if precision + recall > 0 else math.nan,
-           **_rate("diagnosis_accuracy", int(g["diagnosed"].fillna(False).astype(bool).sum()),
-                   hits)}
-    for key, values in (("median_delay_steps", delays),
-                        ("median_delay_s", g["delay_s"].dropna().astype(float))):
-        value, lo, hi = bootstrap(values)
-        row.update({key: value, f"{key}_lo": lo, f"{key}_hi": hi})
-    value, lo, hi = bootstrap(g["overhead"].dropna().astype(float), stat=np.mean)
-    row.update(overhead=value, overhead_lo=lo, overhead_hi=hi)
-    return row
-
-
-def suite_outcomes(table: pd.DataFrame, name: str, member: Callable[[str], bool]
-                   ) -> pd.DataFrame:
-    """A suite as one detector: per run, the first alarm of any member counts (its step, its
-    category); a clean run is a false alarm when any member alarmed; overheads add up."""
+def suite_outcomes(table: pd.DataFrame, name: str, members: set[str]) -> pd.DataFrame:
+    """A suite as one detector: per run, the first alarm of any member counts. Its diagnosis
+    is the category of the member that alarmed first; members alarming at the same step are
+    ranked by their false-alarm rate on this sweep's clean runs (the one that cries wolf least
+    is trusted most), then by name."""
+    fa = false_alarm_rates(table)
     rows = []
-    for _, g in table[table["detector"].map(member)].groupby(["scenario", "seed"]):
-        first = g.dropna(subset=["alarm_step"]).sort_values(["alarm_step", "delay_s"])
+    for _, g in table[table["detector"].isin(members)].groupby(["scenario", "seed"]):
+        alarmed = g.dropna(subset=["alarm_step"]).assign(
+            rank=lambda d: d["detector"].map(lambda n: fa.get(n, 0.0)))
+        first = alarmed.sort_values(["alarm_step", "rank", "detector"])
         row = (first.iloc[0] if len(first) else g.iloc[0]).to_dict()
-        if g["clean"].iloc[0]:
+        row.pop("rank", None)
+        if row["clean"]:
             row["outcome"] = "false_alarm" if len(first) else "quiet"
-        row.update(detector=name, overhead=g["overhead"].sum(),
+        row.update(detector=name, role="suite", distribution=OWN_DISTRIBUTION,
+                   version=g["version"].iloc[0],
                    detector_error=None if g["detector_error"].isna().all() else "member error")
         rows.append(row)
     return pd.DataFrame(rows)
 
 
+def form_suites(identities: dict[str, tuple[str, str]]) -> dict[str, list[str]]:
+    """The suites that detectors given as ``name -> (role, distribution)`` form: for each of
+    ``SUITES``, bugzoo's own detectors of its roles, when there are two or more of them and they
+    are not the members of a suite already formed."""
+    suites: dict[str, list[str]] = {}
+    for name, roles in SUITES.items():
+        members = sorted(d for d, (role, dist) in identities.items()
+                         if dist == OWN_DISTRIBUTION and role in roles)
+        if len(members) > 1 and members not in suites.values():
+            suites[name] = members
+    return suites
+
+
+def suite_members(detectors: list[str]) -> dict[str, list[str]]:
+    """The suites that installed ``detectors`` form (see :func:`form_suites`)."""
+    return form_suites({d: (role_of(d), provider(d)[0]) for d in detectors})
+
+
 def with_suites(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` plus the rows of the built-in suite (two or more built-ins watched) and of all
-    detectors together (when real tools watched too)."""
-    detectors = set(table["detector"])
-    builtins = {d for d in detectors if d not in REAL_TOOLS}
-    suites = []
-    if len(builtins) > 1:
-        suites.append(suite_outcomes(table, "suite: built-ins", builtins.__contains__))
-    if builtins != detectors and len(detectors) > 1:
-        suites.append(suite_outcomes(table, "suite: all", detectors.__contains__))
-    return pd.concat([table, *suites], ignore_index=True)
+    """``table`` plus a row per run for each suite its detectors form."""
+    identities = table.groupby("detector")[["role", "distribution"]].first()
+    suites = form_suites({d: (r.role, r.distribution) for d, r in identities.iterrows()})
+    return pd.concat([table, *(suite_outcomes(table, name, set(members))
+                               for name, members in suites.items())], ignore_index=True)
 
 
-def leaderboard(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per detector and suite: silent-bug runs and clean runs (loud bugs apart)."""
+# ----------------------------------------------------------------------------- the score
+def _clean_rates(first: np.ndarray, onsets: np.ndarray) -> np.ndarray:
+    """For each onset k: the share of clean runs quiet before k that alarm at k or later.
+
+    ``first`` holds each clean run's first alarm step (inf: none). A k before which every
+    clean run alarmed gives 1 (no clean run left to compare with counts against the detector).
+    """
+    quiet = first[None, :] >= onsets[:, None]
+    alarmed = quiet & np.isfinite(first)[None, :]
+    counts = quiet.sum(1)
+    return np.where(counts > 0, alarmed.sum(1) / np.maximum(counts, 1), 1.0)
+
+
+def discrimination(g: pd.DataFrame, seed: int = 0) -> dict:
+    """Recall, false-alarm rates and the score (Youden's J) of one detector's silent runs."""
+    clean, buggy = g[g["clean"]], g[~g["clean"]]
+    first = clean["alarm_step"].fillna(np.inf).to_numpy(dtype=float)
+    judged = buggy[buggy["outcome"].isin(["hit", "miss"])]
+    hits, misses = int((judged["outcome"] == "hit").sum()), int((judged["outcome"] == "miss").sum())
+    false_alarms = int((clean["outcome"] == "false_alarm").sum())
+    ks, where = np.unique(judged["onset"].to_numpy(dtype=float), return_inverse=True)
+    weights = np.bincount(where, minlength=len(ks)) if len(judged) else np.zeros(0)
+    matched = (float(weights @ _clean_rates(first, ks) / weights.sum())
+               if len(judged) and len(clean) else math.nan)
+    recall = clopper_pearson(hits, hits + misses)
+    score = recall[0] - matched
+    row = {"buggy_runs": len(buggy), "clean_runs": len(clean), "hits": hits, "misses": misses,
+           "early": int((buggy["outcome"] == "early").sum()), "false_alarms": false_alarms,
+           "score": score, **_interval("score", _score_bootstrap(buggy, first, seed)),
+           "recall": recall[0], "recall_lo": recall[1], "recall_hi": recall[2]}
+    fa = clopper_pearson(false_alarms, len(clean))
+    row.update(false_alarm_rate=fa[0], false_alarm_rate_lo=fa[1], false_alarm_rate_hi=fa[2],
+               matched_false_alarm_rate=matched)
+    return row
+
+
+def _interval(name: str, draws: np.ndarray) -> dict:
+    draws = draws[np.isfinite(draws)]
+    if len(draws) == 0:
+        return {f"{name}_lo": math.nan, f"{name}_hi": math.nan}
+    lo, hi = np.percentile(draws, [2.5, 97.5])
+    return {f"{name}_lo": float(lo), f"{name}_hi": float(hi)}
+
+
+def _score_bootstrap(buggy: pd.DataFrame, first: np.ndarray, seed: int) -> np.ndarray:
+    """Bootstrap draws of J: buggy runs and clean runs resampled apart, with replacement."""
+    if buggy.empty or len(first) == 0:
+        return np.array([])
+    rng = np.random.default_rng(seed)
+    outcome = buggy["outcome"].to_numpy()
+    judged, hit = np.isin(outcome, ["hit", "miss"]), outcome == "hit"
+    ks, where = np.unique(buggy["onset"].to_numpy(dtype=float), return_inverse=True)
+    at = np.eye(len(ks), dtype=bool)[where].T & judged  # [K, buggy]: judged run with onset k
+    quiet = first[None, :] >= ks[:, None]  # [K, clean]
+    alarmed = quiet & np.isfinite(first)[None, :]
+    pick_b = rng.integers(0, len(outcome), size=(BOOTSTRAP, len(outcome)))
+    pick_c = rng.integers(0, len(first), size=(BOOTSTRAP, len(first)))
+    n_at = at[:, pick_b].sum(-1)  # [K, B]
+    n_quiet, n_alarmed = quiet[:, pick_c].sum(-1), alarmed[:, pick_c].sum(-1)
+    rates = np.where(n_quiet > 0, n_alarmed / np.maximum(n_quiet, 1), 1.0)
+    n_judged = n_at.sum(0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        recall = hit[pick_b].sum(-1) / n_judged
+        matched = (n_at * rates).sum(0) / n_judged
+    return recall - matched
+
+
+# ----------------------------------------------------------------------------- boards
+def _rate(name: str, k: int, n: int) -> dict:
+    p, lo, hi = clopper_pearson(k, n)
+    return {name: p, f"{name}_lo": lo, f"{name}_hi": hi}
+
+
+def _median(name: str, values: pd.Series) -> dict:
+    value, lo, hi = bootstrap(values.dropna().astype(float))
+    return {name: value, f"{name}_lo": lo, f"{name}_hi": hi}
+
+
+def _summarize(g: pd.DataFrame) -> dict:
+    """Every figure of one detector's (or one detector x category's) silent runs."""
+    row = discrimination(g)
+    hits = g[g["outcome"] == "hit"]
+    flagged = row["hits"] + row["early"] + row["false_alarms"]
+    row.update(
+        detector_errors=int(g["detector_error"].notna().sum()),
+        **_rate("diagnosis_accuracy", int(hits["diagnosed"].fillna(False).astype(bool).sum()),
+                len(hits)),
+        **_median("median_delay_steps", hits.loc[hits["onset"] == 0, "delay_steps"]),
+        **_median("median_delay_steps_midrun", hits.loc[hits["onset"] > 0, "delay_steps"]),
+        **_median("median_delay_s_midrun", hits.loc[hits["onset"] > 0, "delay_s"]),
+        precision=row["hits"] / flagged if flagged else math.nan)
+    return row
+
+
+def _identity_columns(g: pd.DataFrame) -> dict:
+    first = g.iloc[0]
+    return {"role": first["role"],
+            "source": f"{first['distribution']} {first['version']}".strip()}
+
+
+def run_overhead(table: pd.DataFrame, overhead: pd.DataFrame | None) -> dict[str, float]:
+    """Each detector's (and suite's) step-time ratio to the same loop without it, averaged over
+    models weighted by how many of its runs each model had; measured by ``bugzoo bench`` in
+    interleaved blocks (``overhead.csv``), not inside the shared runs."""
+    if overhead is None or overhead.empty:
+        return {}
+    ratio = overhead.set_index(["variant", "model"])["median_x"]
+    found = {}
+    for name, g in table.groupby("detector"):
+        runs = g.groupby(["model"]).size()
+        known = [(m, n) for m, n in runs.items() if (name, m) in ratio.index]
+        if known:
+            found[name] = sum(ratio[name, m] * n for m, n in known) / sum(n for _, n in known)
+    return found
+
+
+def leaderboard(table: pd.DataFrame, overhead: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per detector and suite over silent-bug and clean runs, best score first."""
     silent = with_suites(table)
     silent = silent[~silent["loud"]]
-    rows = [{"detector": d, **_summarize(g)} for d, g in silent.groupby("detector")]
+    paid = run_overhead(silent, overhead)
+    rows = [{"detector": d, **_identity_columns(g), **_summarize(g),
+             "overhead": paid.get(d, math.nan)} for d, g in silent.groupby("detector")]
     board = pd.DataFrame(rows)
-    return board.sort_values(["f1", "recall"], ascending=False, na_position="last",
-                             ignore_index=True) if len(board) else board
+    if board.empty:
+        return board
+    return board.sort_values(["score", "recall", "detector"], ascending=[False, False, True],
+                             na_position="last", ignore_index=True)
 
 
 def loud_board(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per detector over loud-bug runs only (crashes and hangs)."""
-    loud = table[table["loud"]]
-    return pd.DataFrame([{"detector": d, **_summarize(g)} for d, g in loud.groupby("detector")])
+    """One row per detector over loud-bug runs (crashes and hangs): how many it saw coming."""
+    loud = table[table["loud"] & ~table["clean"]]
+    rows = []
+    for d, g in loud.groupby("detector"):
+        judged = g[g["outcome"].isin(["hit", "miss"])]
+        hits = g[g["outcome"] == "hit"]
+        rows.append({"detector": d, "runs": len(g), "early": int((g["outcome"] == "early").sum()),
+                     **_rate("recall", len(hits), len(judged)),
+                     **_median("median_delay_steps", hits["delay_steps"])})
+    return pd.DataFrame(rows)
 
 
 def category_board(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per (detector or suite, bug category) over buggy runs."""
-    table = with_suites(table)
-    buggy = table[~table["clean"]]
-    return pd.DataFrame([{"detector": d, "category": c, "loud": bool(loud), **_summarize(g)}
-                         for (d, c, loud), g in buggy.groupby(["detector", "category", "loud"])])
+    """One row per (detector or suite, bug category) over silent buggy runs: recall, early
+    alarms, diagnosis and delay (the score needs clean runs, which have no category)."""
+    silent = with_suites(table)
+    buggy = silent[~silent["clean"] & ~silent["loud"]]
+    rows = []
+    for (d, c), g in buggy.groupby(["detector", "category"]):
+        hits = g[g["outcome"] == "hit"]
+        judged = g[g["outcome"].isin(["hit", "miss"])]
+        rows.append({"detector": d, "category": c, "runs": len(g),
+                     "early": int((g["outcome"] == "early").sum()),
+                     **_rate("recall", len(hits), len(judged)),
+                     **_rate("diagnosis_accuracy",
+                             int(hits["diagnosed"].fillna(False).astype(bool).sum()), len(hits)),
+                     **_median("median_delay_steps", hits["delay_steps"])})
+    return pd.DataFrame(rows)
 
 
 def bug_board(table: pd.DataFrame) -> pd.DataFrame:
@@ -212,56 +352,81 @@ def _fmt(value, lo=None, hi=None, digits: int = 2) -> str:
 
 
 def markdown_table(board: pd.DataFrame, keys: list[str]) -> str:
-    """A Markdown table of ``board``; rate/median columns show their 95% CI when present."""
+    """A Markdown table of ``board``; rate/median columns show their 95% interval when present."""
     lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
     for _, row in board.iterrows():
         cells = []
         for k in keys:
             v = row[k]
             if isinstance(v, float):
-                cells.append(_fmt(v, row.get(f"{k}_lo"), row.get(f"{k}_hi"),
-                                  digits=3 if k.startswith("overhead") else 2))
+                cells.append(_fmt(v, row.get(f"{k}_lo"), row.get(f"{k}_hi")))
             else:
                 cells.append(str(v))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-MAIN_KEYS = ["detector", "runs", "recall", "false_alarm_rate", "precision", "f1",
-             "diagnosis_accuracy", "median_delay_steps", "median_delay_s", "overhead"]
-CATEGORY_KEYS = ["detector", "category", "loud", "runs", "recall", "early", "diagnosis_accuracy",
+MAIN_KEYS = ["detector", "role", "score", "recall", "false_alarm_rate",
+             "matched_false_alarm_rate", "early", "diagnosis_accuracy", "median_delay_steps",
+             "median_delay_steps_midrun", "overhead", "precision"]
+CATEGORY_KEYS = ["detector", "category", "runs", "recall", "early", "diagnosis_accuracy",
                  "median_delay_steps"]
+LOUD_KEYS = ["detector", "runs", "recall", "early", "median_delay_steps"]
 
 
-def render(board: pd.DataFrame, loud: pd.DataFrame, categories: pd.DataFrame,
-           command: str) -> str:
+def render(board: pd.DataFrame, loud: pd.DataFrame, categories: pd.DataFrame, command: str,
+           versions: str) -> str:
+    mix = (f"{int(board['buggy_runs'].max())} silent buggy runs and "
+           f"{int(board['clean_runs'].max())} clean runs" if len(board) else "no runs")
+    sources = (markdown_table(board[["detector", "role", "source"]].sort_values("detector"),
+                              ["detector", "role", "source"]) if len(board) else "")
     parts = [
         "# Detector leaderboard", "",
-        f"Regenerate with `{command}`. Silent bugs and clean controls; rates with 95% Wilson "
-        "intervals, delays (steps after onset, seconds) and overhead (detector time / run "
-        "wall time) with 95% bootstrap intervals. `suite: built-ins` counts a run as caught "
-        "when any of our own detectors alarmed (its first alarm gives step and diagnosis); "
-        "`suite: all` adds the real tools (" + ", ".join(REAL_TOOLS) + ").", "",
+        f"Regenerate with `{command}`. Runs made with {versions}. Silent bugs and clean runs "
+        f"({mix}); loud bugs apart.", "",
+        "**score** = recall - matched false-alarm rate (Youden's J), best first. **recall**: "
+        "hits / (hits + misses) over buggy runs where the detector was still quiet when the "
+        "bug began. **false_alarm_rate**: clean runs with any alarm. "
+        "**matched_false_alarm_rate**: each judged buggy run held against the clean runs over "
+        "the same stretch (clean runs quiet before its onset that alarm from it on); it equals "
+        "the false-alarm rate when every bug starts at step 0. A detector that knows nothing "
+        "of the bug scores 0 (see the baselines). **early**: buggy runs alarmed before their "
+        "onset (false alarms). Delays in steps after onset, for bugs present from step 0 and "
+        "for bugs that start mid-run apart. **overhead**: step time with the detector / "
+        "without it (telemetry on in both), measured in interleaved blocks on each model's "
+        "defaults and averaged over the sweep's runs (`overhead.csv`). **precision**: "
+        "hits / runs alarmed, at this sweep's mix of runs only. Rates: exact (Clopper-Pearson) "
+        "95% intervals; score, medians: 95% percentile-bootstrap intervals. Suites alarm at "
+        "the first alarm of any member; their diagnosis is that member's, ties going to the "
+        "member with the lowest false-alarm rate.", "",
         markdown_table(board, MAIN_KEYS) if len(board) else "_no silent-bug runs_", "",
+        "## Detectors", "", sources, "",
         "## Loud bugs (crash or hang)", "",
-        markdown_table(loud, ["detector", "runs", "recall", "diagnosis_accuracy",
-                              "median_delay_steps"]) if len(loud) else "_no loud-bug runs_", "",
+        markdown_table(loud, LOUD_KEYS) if len(loud) else "_no loud-bug runs_", "",
         "## Per bug category", "",
         markdown_table(categories, CATEGORY_KEYS) if len(categories) else "_no buggy runs_", "",
     ]
     return "\n".join(parts)
 
 
+def read_overhead(sweep_dir: Path) -> pd.DataFrame | None:
+    path = Path(sweep_dir) / OVERHEAD_FILE
+    return pd.read_csv(path) if path.is_file() else None
+
+
 def score_sweep(sweep_dir: Path, publish: Path | None = None,
                 command: str | None = None) -> str:
-    """Score a sweep folder; write leaderboard.md/.csv and per-category tables; return the md."""
+    """Score a sweep folder; write leaderboard.md/.csv and the other tables; return the md."""
     sweep_dir = Path(sweep_dir)
     table = outcomes(sweep_dir)
-    board, loud, categories = leaderboard(table), loud_board(table), category_board(table)
+    board = leaderboard(table, read_overhead(sweep_dir))
+    loud, categories = loud_board(table), category_board(table)
     command = command or f"bugzoo score {sweep_dir}"
     if made_by := store.read_sweep_command(sweep_dir):
         command = f"{made_by}` then `{command}"
-    text = render(board, loud, categories, command)
+    made_with = store.read_sweep_versions(sweep_dir)
+    text = render(board, loud, categories, command,
+                  f"{made_with or 'unrecorded versions'} (scored with {versions()})")
     for folder in [sweep_dir, *([Path(publish)] if publish else [])]:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "leaderboard.md").write_text(text)
@@ -275,7 +440,7 @@ def score_sweep(sweep_dir: Path, publish: Path | None = None,
 
 def main(argv: list[str]) -> int:
     p = ArgumentParser(prog="bugzoo score",
-                                description="Recompute the leaderboard of a stored sweep.")
+                       description="Recompute the leaderboard of a stored sweep.")
     p.add_argument("sweep_dir", help="a sweep folder, e.g. results/runs/bench")
     p.add_argument("--publish", action="store_true",
                    help="also write the tables into results/")

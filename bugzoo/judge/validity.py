@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from scipy import stats
 
@@ -26,11 +27,12 @@ from bugzoo.harness.pool import RunTask
 from bugzoo.harness.runner import execute
 from bugzoo.harness.sweep import select_scenarios, sweep, sweep_options, sweep_parser
 from bugzoo.judge.tables import markdown
-from bugzoo.scenarios import Scenario, get_scenario
+from bugzoo.scenarios import Scenario, default_scenario, get_scenario, list_scenarios
 
 log = logging.getLogger(__name__)
 
 ALPHA = 0.01
+HEALTH_MARGIN = 0.10  # accuracy a healthy variant may lose to its model's default, on any seed
 VALIDITY_SEEDS = "0,1,2,3,4"
 COMMAND = "bugzoo validate"
 
@@ -108,28 +110,46 @@ def check_manifests(scenario_id: str, seeds: list[int], extra: list[str] = ()
     return Manifestation(bug.id, metric, direction, buggy, clean, p, effect)
 
 
+@dataclass(frozen=True)
+class ValidityPlan:
+    """The runs that validate the chosen scenarios: each buggy one and its control, each
+    clean one (for its health, beside its model's default), over the seeds."""
+
+    tasks: list[RunTask]
+    buggy: list[Scenario]
+    clean: list[Scenario]
+
+
 def plan_validity_runs(root: Path, patterns: list[str] | None, seeds: list[int],
-                       overrides: list[str]) -> tuple[list[RunTask], list[Scenario]]:
-    """Runs needed to validate the chosen buggy scenarios (excluded ones included): each
-    scenario and its control over ``seeds``. Returns the runs and the buggy scenarios."""
-    chosen = [s for s in select_scenarios(patterns, include_excluded=True) if not s.clean]
-    for s in chosen:
+                       overrides: list[str], health: bool = False) -> ValidityPlan:
+    """Runs of the chosen scenarios (excluded ones included, controls brought along), and with
+    ``health`` of the default scenarios of their models: buggy ones under ``buggy/``, clean
+    ones under ``control/``."""
+    chosen = select_scenarios(patterns, include_excluded=True)
+    buggy, clean = [s for s in chosen if not s.clean], [s for s in chosen if s.clean]
+    for s in buggy:
         if s.control is None:
             raise UsageError(f"scenario {s.id} has no clean control: add a clean scenario "
                              f"with its model and settings (see {s.path})")
+    defaults = [default_scenario(m) for m in sorted({s.model for s in clean})] if health else []
     timeout = float(compose_run(overrides).harness.timeout_s)
     tasks: dict[Path, RunTask] = {}
-    for s in chosen:
-        control = get_scenario(s.control)
+
+    def plan(scenario: Scenario, kind: str, prefix: str = "") -> None:
+        for seed in seeds:
+            task = RunTask(scenario.id, seed, tuple(overrides), (), str(root / f"{prefix}{kind}"),
+                           scenario.isolate, timeout)
+            tasks[task.path] = task
+
+    for s in buggy:
         # "varies" symptoms compare two runs of the same seed: run each one twice
         twice = get_bug(s.bug).check.direction == "varies"
-        for seed in seeds:
-            for prefix in ("", "repeat-") if twice else ("",):
-                for scenario, kind in ((s, "buggy"), (control, "control")):
-                    task = RunTask(scenario.id, seed, tuple(overrides), (),
-                                   str(root / f"{prefix}{kind}"), scenario.isolate, timeout)
-                    tasks[task.path] = task
-    return list(tasks.values()), chosen
+        for prefix in ("", "repeat-") if twice else ("",):
+            plan(s, "buggy", prefix)
+            plan(get_scenario(s.control), "control", prefix)
+    for s in {*clean, *defaults}:
+        plan(s, "control")
+    return ValidityPlan(list(tasks.values()), buggy, clean)
 
 
 def read_metric(root: Path, sweep_dir: str, scenario: str, seeds: list[int], metric: str) -> list:
@@ -161,11 +181,36 @@ def summarise(root: Path, scenarios: list[Scenario], seeds: list[int]) -> pd.Dat
     return pd.DataFrame(rows)
 
 
-def write_tables(table: pd.DataFrame, out_dir: Path, command: str) -> None:
-    """``validity.csv`` and ``validity.md``: the default sweep's scenarios, then the excluded
-    ones with their reason and what they measured."""
+def health_table(root: Path, scenarios: list[Scenario], seeds: list[int]) -> pd.DataFrame:
+    """One row per clean scenario: its final validation accuracy over the seeds beside its
+    model's default. A healthy variant (a clean scenario that controls no bug) must end every
+    seed within ``HEALTH_MARGIN`` of the default's mean; a control mirrors its bugs' settings
+    (a deep net, little data, a hot learning rate) and is reported, not judged."""
+    controls = {s.control for s in list_scenarios() if s.control}
+    rows = []
+    for s in scenarios:
+        default = default_scenario(s.model)
+        accuracy = read_metric(root, "control", s.id, seeds, "final_val_acc")
+        reference = float(np.mean(read_metric(root, "control", default.id, seeds,
+                                              "final_val_acc")))
+        role = "control" if s.id in controls else "variant"
+        rows.append({"scenario": s.id, "model": s.model, "role": role,
+                     "description": s.description, "seeds": len(seeds),
+                     "mean_val_acc": float(np.mean(accuracy)), "min_val_acc": min(accuracy),
+                     "default_val_acc": reference,
+                     "healthy": None if role == "control" else
+                     min(accuracy) >= reference - HEALTH_MARGIN})
+    return pd.DataFrame(rows)
+
+
+def write_tables(table: pd.DataFrame, healthy: pd.DataFrame, out_dir: Path,
+                 command: str) -> None:
+    """``validity.csv``, ``health.csv`` and ``validity.md``: the default sweep's buggy
+    scenarios, the excluded ones with their reason and what they measured, then the health of
+    the clean scenarios."""
     out_dir.mkdir(parents=True, exist_ok=True)
     table.to_csv(out_dir / "validity.csv", index=False)
+    healthy.to_csv(out_dir / "health.csv", index=False)
     shown = table.assign(p_value=table.p_value.map(lambda p: f"{p:.2g}"),
                          effect=table.effect.map(lambda e: f"{e:+.3g}"),
                          valid=table.valid.map({True: "yes", False: "**no**"}))
@@ -192,6 +237,21 @@ def write_tables(table: pd.DataFrame, out_dir: Path, command: str) -> None:
                   ""]
         lines += [f"- `{r.scenario}` ({r.metric} {r.direction}: effect {r.effect}, "
                   f"p = {r.p_value}): {r.excluded}" for r in excluded.itertuples()]
+    if len(healthy):
+        variants = healthy[healthy.role == "variant"]
+        shown = healthy.assign(
+            **{c: healthy[c].map("{:.3f}".format)
+               for c in ("mean_val_acc", "min_val_acc", "default_val_acc")},
+            healthy=healthy.healthy.map({True: "yes", False: "**no**", None: "(control)"}))
+        lines += ["", "## Clean scenarios: controls and healthy variants", "",
+                  f"Final validation accuracy over {seeds} seeds beside the model's default "
+                  "settings. A healthy variant ends every seed within "
+                  f"{HEALTH_MARGIN:.2f} of the default's mean; a control mirrors its bugs' "
+                  "settings and is reported, not judged.", "",
+                  f"**{int((variants.healthy == True).sum())} of {len(variants)} "  # noqa: E712
+                  "healthy variants healthy.**", "",
+                  markdown(shown[["scenario", "role", "description", "mean_val_acc",
+                                  "min_val_acc", "default_val_acc", "healthy"]])]
     (out_dir / "validity.md").write_text("\n".join(lines) + "\n")
 
 
@@ -206,13 +266,18 @@ def main(argv: list[str]) -> int:
     if len(options.seeds) < 5:
         log.warning("fewer than 5 seeds: p < %.2g may be out of reach", ALPHA)
     root = store.ensure_writable(Path(args.runs))
-    tasks, scenarios = plan_validity_runs(root, options.patterns, options.seeds, args.overrides)
-    sweep(tasks, options.workers, progress=options.progress)
-    table = summarise(root, scenarios, options.seeds)
-    write_tables(table, Path(args.out), " ".join([COMMAND, *argv]))
-    included = table[table.excluded == ""]
-    print(f"{int(included.valid.sum())} of {len(included)} default-sweep scenarios valid "
-          f"-> {args.out}/validity.md")
-    if len(invalid := included[~included.valid]):
+    plan = plan_validity_runs(root, options.patterns, options.seeds, args.overrides,
+                              health=True)
+    sweep(plan.tasks, options.workers, progress=options.progress)
+    table = summarise(root, plan.buggy, options.seeds)
+    healthy = health_table(root, plan.clean, options.seeds)
+    write_tables(table, healthy, Path(args.out), " ".join([COMMAND, *argv]))
+    included = table[table.excluded == ""] if len(table) else table
+    print(f"{int(included.valid.sum()) if len(table) else 0} of {len(included)} default-sweep "
+          f"scenarios valid -> {args.out}/validity.md")
+    if len(table) and len(invalid := included[~included.valid]):
         print("invalid: " + ", ".join(invalid.scenario))
+    variants = healthy[healthy.role == "variant"] if len(healthy) else healthy
+    if len(variants) and len(sick := variants[variants.healthy == False]):  # noqa: E712
+        print("unhealthy variants: " + ", ".join(sick.scenario))
     return 0

@@ -31,10 +31,10 @@ def supported() -> list[str]:
 
 def render(scenario: str) -> dict[str, str]:
     """The ``buggy`` and ``fixed`` scripts of a supported scenario."""
+    spec = get_scenario(scenario)  # an unknown id: one line with a "did you mean"
     if scenario not in supported():
         raise UsageError(f"no standalone reproducer for scenario '{scenario}' "
                          f"(supported: {', '.join(supported())})")
-    spec = get_scenario(scenario)
     family, bug = _family(spec.model), get_bug(spec.bug)
     delta: Delta = family.DELTAS[spec.bug]
     fixed = family.TEMPLATE

@@ -80,9 +80,9 @@ def question_runs(scenario: Scenario, stored: Path, cache: Path, steps: int) -> 
     """Stored runs of ``scenario`` and its control, made (1 seed, short) and cached if missing."""
     for root in (stored, cache):
         if root == cache:
-            tasks, _ = plan_validity_runs(store.ensure_writable(root), [scenario.id], [0],
-                                          [f"harness.steps={steps}", "harness.eval_interval=10"])
-            sweep(tasks, workers=1, progress=False)
+            plan = plan_validity_runs(store.ensure_writable(root), [scenario.id], [0],
+                                      [f"harness.steps={steps}", "harness.eval_interval=10"])
+            sweep(plan.tasks, workers=1, progress=False)
         buggy, buggy_summary = _traces(root, "buggy", scenario.id)
         clean, clean_summary = _traces(root, "control", scenario.control)
         if buggy_summary and clean_summary:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from bugzoo import versions
 from bugzoo.bugs import ALL_MODELS, CATEGORIES, Bug, list_bugs
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
@@ -135,6 +136,7 @@ def index_page(bugs: list[Bug], leaderboard: str) -> str:
         "<button id=mode-catalogue onclick=\"setMode('catalogue')\">catalogue</button> "
         "<button id=mode-cards onclick=\"setMode('cards')\">spot the bug</button></p>"
         f"<div id=catalogue>{entries}{leaderboard}</div>"
+        f"<p><small>Made with {esc(versions())}.</small></p>"
         f"<div id=cards class=hidden><h2>Spot the bug</h2>{cards}</div>")
     return page("bugzoo catalogue", body, SCRIPT)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 DIST = "bugzoo_faults"
 PLUGINS = {"boom": "Boom", "crasher": "Crasher", "stall": "Stall", "meddler": "Meddler",
            "laggard": "Laggard",
-           "slow_starter": "SlowStarter"}
+           "slow_starter": "SlowStarter", "always_on": "AlwaysOn"}
 
 
 def install(site: Path) -> Path:

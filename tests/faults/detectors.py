@@ -70,6 +70,15 @@ class SlowStarter(Detector):
         time.sleep(self.seconds)
 
 
+class AlwaysOn(Detector):
+    """Alarms at every step: an outside plug-in that must never count as bugzoo's own."""
+
+    name = "always_on"
+
+    def observe(self, obs):
+        return [self.alarm(obs.step, "always_on", "unknown", "alarm")]
+
+
 class Laggard(Detector):
     """Takes 0.1 s in every ``observe``: a slow but well-behaved watcher."""
 

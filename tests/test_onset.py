@@ -1,0 +1,70 @@
+"""Onsets: a plant is invisible before its onset, and a bug that cannot wait says so.
+
+Mid-run scenarios are where time-to-detect means something, so each one's trace must equal its
+control's bitwise up to the onset. (rank_skip waits for its onset too: test_distributed.py;
+device_mismatch needs CUDA.)
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bugzoo.bugs import list_bugs
+from bugzoo.config import compose_run
+from bugzoo.errors import UsageError
+from bugzoo.harness.runner import execute
+from bugzoo.scenarios import list_scenarios
+from bugzoo.telemetry import TIMING_COLUMNS
+
+
+def stable(trace):
+    return trace.drop(columns=[c for c in TIMING_COLUMNS if c in trace.columns])
+
+
+MID_RUN = [s for s in list_scenarios() if not s.clean and not s.isolate and not s.needs_cuda
+           and s.onset >= 50]
+
+
+def test_there_are_enough_mid_run_scenarios():
+    every = [s.id for s in list_scenarios() if not s.clean and s.onset >= 50]
+    assert len(every) >= 15, every
+
+
+@pytest.mark.parametrize("scenario", MID_RUN, ids=[s.id for s in MID_RUN])
+def test_a_mid_run_scenario_equals_its_control_until_onset(scenario):
+    onset = scenario.onset
+    # both on the default batch size: the large batches of the leak scenarios only make the
+    # leak bigger, and cost a minute here
+    short = [f"harness.steps={onset + 3}", "harness.eval_interval=1000", "harness.batch_size=32"]
+    buggy = stable(execute(compose_run([f"scenario={scenario.id}", *short])).trace)
+    clean = stable(execute(compose_run([f"scenario={scenario.control}", *short])).trace)
+    assert buggy.iloc[:onset].equals(clean.iloc[:onset]), "the plant shows before its onset"
+    assert len(buggy) == len(clean) == onset + 3
+
+
+HONOURING = [b for b in list_bugs() if b.honours_onset and not b.needs_cuda
+             and "distributed" not in b.requires]
+ONSET = 6
+
+
+@pytest.mark.parametrize("bug", HONOURING, ids=[b.id for b in HONOURING])
+def test_a_bug_that_honours_onset_is_invisible_before_it(bug):
+    """Any onset, not only the declared one: a late ``bug.onset`` leaves the run clean."""
+    scenario = min((s for s in list_scenarios() if s.bug == bug.id),
+                   key=lambda s: (bool(s.excluded), s.onset, s.id))
+    short = [f"harness.steps={ONSET + 2}", "harness.eval_interval=3"]
+    buggy = stable(execute(compose_run([f"scenario={scenario.id}", f"bug.onset={ONSET}",
+                                        *short])).trace)
+    clean = stable(execute(compose_run([f"scenario={scenario.control}", *short])).trace)
+    assert buggy.iloc[:ONSET].equals(clean.iloc[:ONSET])
+
+
+REFUSING = [b for b in list_bugs() if not b.honours_onset]
+
+
+@pytest.mark.parametrize("bug", REFUSING, ids=[b.id for b in REFUSING])
+def test_a_bug_that_cannot_wait_refuses_a_late_onset(bug):
+    scenario = next(s for s in list_scenarios() if s.bug == bug.id)
+    with pytest.raises(UsageError, match=f"bug '{bug.id}' cannot start mid-run"):
+        compose_run([f"scenario={scenario.id}", "bug.onset=5"])
+    assert compose_run([f"scenario={scenario.id}", "bug.onset=0"]).bug.onset == 0
