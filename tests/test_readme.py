@@ -32,10 +32,18 @@ def test_quoted_figures_match_committed_results():
 
     board = pd.read_csv(ROOT / "results" / "leaderboard.csv").set_index("detector")
     suite = board.loc["suite: built-ins"]
-    recall = f"{suite['recall']:.2f} [{suite['recall_lo']:.2f}, {suite['recall_hi']:.2f}]"
-    assert f"| {recall} | >= 0.9 |" in README
+
+    def interval(row, key):
+        return f"{row[key]:.2f} [{row[f'{key}_lo']:.2f}, {row[f'{key}_hi']:.2f}]"
+
+    assert f"| `suite: built-ins`, score | {interval(suite, 'score')} |" in README
+    assert f"| {interval(suite, 'recall')} ({int(suite['hits'])} hits" in README
     alarms = f"{int(suite['false_alarms'])} of {int(suite['clean_runs'])} runs"
-    assert alarms in README
+    assert f"| {alarms}, {interval(suite, 'false_alarm_rate')} |" in README
+    assert f"**{int(suite['clean_runs'])} clean runs**" in README and suite["clean_runs"] >= 200
+    baselines = " / ".join(f"{board.loc[b, 'score']:.2f}" for b in
+                           ("always_alarm", "never_alarm", "random_alarm"))
+    assert f"| {baselines} [{board.loc['random_alarm', 'score_lo']:.2f}, " in README
     overhead = pd.read_csv(ROOT / "results" / "perf" / "overhead.csv")
     ratio = overhead.set_index(["variant", "model"])["median_x"]
     suite_x = " / ".join(f"{ratio['built-in suite', m]:.2f}"

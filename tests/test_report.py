@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from bugzoo import versions
 from bugzoo.bugs import list_bugs
 from bugzoo.cli import main
 from bugzoo.harness import store
@@ -47,6 +48,7 @@ def test_pages_hold_the_catalogue(results):
     bugs = list_bugs()
     assert text.count("class=bug ") == len(bugs) and text.count("class=card ") == len(bugs)
     assert "http://" not in text and "https://" not in text  # no CDN, no network
+    assert f"Made with {versions()}" in text
     assert "<h2>Leaderboard</h2>" in text and "loss_plateau" in text
     page = (results / "report" / "bugs" / "double_softmax.html").read_text()
     assert "../curves/double_softmax.png" in page and (results / "report" / "curves" /

@@ -8,8 +8,11 @@ import pandas as pd
 import pytest
 
 from bugzoo.cli import main
+from bugzoo.config import compose_run
+from bugzoo.harness.runner import execute
 from bugzoo.harness.sweep import select_scenarios
-from bugzoo.judge.validity import ALPHA, compare
+from bugzoo.judge.validity import ALPHA, HEALTH_MARGIN, compare
+from bugzoo.scenarios import list_scenarios
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,3 +57,37 @@ def test_committed_validity_covers_every_default_scenario():
     assert not missing, f"not validated yet (run bugzoo validate): {missing}"
     invalid = sorted(s for s in buggy if not table.loc[s, "valid"])
     assert not invalid, f"invalid scenarios still in the default sweep: {invalid}"
+
+
+@pytest.mark.skipif(not (ROOT / "results" / "health.csv").is_file(),
+                    reason="results/health.csv not generated yet")
+def test_committed_health_covers_every_clean_scenario_and_each_variant_is_healthy():
+    table = pd.read_csv(ROOT / "results" / "health.csv").set_index("scenario")
+    clean = {s.id: s for s in list_scenarios() if s.clean}
+    missing = sorted(set(clean) - set(table.index))
+    assert not missing, f"not measured yet (run bugzoo validate): {missing}"
+    controls = {s.control for s in list_scenarios() if s.control}
+    for sid in clean:
+        assert table.loc[sid, "role"] == ("control" if sid in controls else "variant"), sid
+    variants = table[table["role"] == "variant"]
+    assert len(variants) >= 25 and (variants["seeds"] >= 3).all()
+    sick = variants[~variants["healthy"].astype(bool)]
+    assert sick.empty, f"unhealthy variants: {list(sick.index)}"
+    assert (variants["min_val_acc"] >= variants["default_val_acc"] - HEALTH_MARGIN).all()
+
+
+MLP_VARIANTS = [s for s in list_scenarios() if s.clean and s.model == "mlp" and s.settings
+                and s.id not in {t.control for t in list_scenarios()}
+                and s.world_size == 1]
+
+
+@pytest.mark.parametrize("scenario", MLP_VARIANTS, ids=[s.id for s in MLP_VARIANTS])
+def test_an_mlp_variant_trains_as_well_as_the_default(scenario, default_mlp_accuracy):
+    """Live, on one seed: each healthy mlp variant (the cheap model) ends within the margin."""
+    accuracy = execute(compose_run([f"scenario={scenario.id}"])).summary["final_val_acc"]
+    assert accuracy >= default_mlp_accuracy - HEALTH_MARGIN
+
+
+@pytest.fixture(scope="module")
+def default_mlp_accuracy() -> float:
+    return execute(compose_run(["scenario=mlp-clean"])).summary["final_val_acc"]
