@@ -114,11 +114,13 @@ class Detector:
         """Look at one step; return the alarms raised (including any queued by hooks)."""
         return self.flush()
 
-    def teardown(self) -> None:
-        """Remove every hook registered through :meth:`hook`."""
+    def teardown(self) -> list[Alarm]:
+        """Remove every hook registered through :meth:`hook`; return the alarms hooks queued
+        since the last ``observe`` (the step that crashed the run may have raised some)."""
         for handle in getattr(self, "handles", []):
             handle.remove()
         self.handles = []
+        return self.flush() if hasattr(self, "pending") else []
 
     # ------------------------------------------------------------------ helpers
     def alarm(self, step: int, symptom: str, category: str, message: str) -> Alarm:

@@ -20,7 +20,7 @@ import torch
 from omegaconf import DictConfig
 from torch import Tensor, nn
 
-from bugzoo.bugs.base import Bug
+from bugzoo.bugs.base import Bug, Clock
 from bugzoo.data import Batch, BatchLoader, DataBundle, load_dataset
 from bugzoo.data.base import Normalization, fit_normalization, forever
 from bugzoo.models import build_model
@@ -90,11 +90,20 @@ class Trainer:
         self.seed = int(cfg.seed)
         self.steps = int(cfg.harness.steps)
         self.onset = int(cfg.bug.onset) if bug is not None else self.steps
+        self.clock = Clock(self.onset)  # what a planted bug's patches read the step from
         self.device = resolve_device(cfg.harness.device)
-        self.step = 0
         self.rank, self.world_size = rank, world_size
         if bug is not None:
             bug.before_build(self)
+
+    @property
+    def step(self) -> int:
+        """The optimizer step the loop is at (from 0)."""
+        return self.clock.step
+
+    @step.setter
+    def step(self, value: int) -> None:
+        self.clock.step = value
 
     # ----------------------------------------------------------------- building the run
     def build(self) -> Trainer:
@@ -233,6 +242,17 @@ class Trainer:
             total += loss.detach().float()
         return total
 
+    def run_step(self) -> Tensor:
+        """One optimizer step: forward and backward, then clip, step and schedule."""
+        self.schedule_freezing()
+        loss = self.train_step()
+        self.unscale_gradients()
+        self.telemetry.measure_gradients()
+        self.clip_gradients()
+        self.optimizer_step()
+        self.scheduler_step()
+        return loss
+
     def schedule_freezing(self) -> None:
         """Warm-up freeze: ``model.backbone`` is frozen for the first
         ``optim.freeze_backbone_steps`` steps (head only) and unfrozen at that step."""
@@ -277,13 +297,7 @@ class Trainer:
             self.data_s = 0.0
             lr = self.lr()
             training = self.model.training
-            self.schedule_freezing()
-            loss = self.train_step()
-            self.unscale_gradients()
-            self.telemetry.measure_gradients()
-            self.clip_gradients()
-            self.optimizer_step()
-            self.scheduler_step()
+            loss = self.run_step()
             val_loss, val_acc = self.evaluate() if self.is_eval_step() else (None, None)
             now = time.perf_counter()
             obs = self.telemetry.observe(

@@ -65,5 +65,4 @@ class AnomalyMode(Detector):
             torch.autograd.set_detect_anomaly(self.was_enabled, check_nan=self.was_check_nan)
             self.warning_state.__exit__(None, None, None)
             del self.warning_state
-        super().teardown()
-        return self.flush()
+        return super().teardown()

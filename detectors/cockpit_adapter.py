@@ -171,12 +171,12 @@ class Cockpit(Detector):
         self.batch = None
         return alarms
 
-    def teardown(self) -> None:
+    def teardown(self) -> list[Alarm]:
         if getattr(self, "active", False) and not self.history:
             self.stood_down = "no batch reached the model and its loss module (loss computed " \
                 "elsewhere), so the shadow had nothing to track"
             log.warning("cockpit stood down: %s", self.stood_down)
-        super().teardown()
+        return super().teardown()
 
     def _fire(self, step: int, symptom: str, category: str, message: str) -> list[Alarm]:
         if symptom in self.fired:

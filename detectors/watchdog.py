@@ -64,6 +64,5 @@ class Watchdog(Detector):
         if hasattr(self, "stop"):
             self.stop.set()
             self.thread.join(timeout=2 * self.poll_s)
-        super().teardown()
         with self.lock:
-            return self.flush()
+            return super().teardown()

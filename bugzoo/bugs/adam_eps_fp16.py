@@ -7,16 +7,16 @@ import torch
 from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 
 
+def half_forward(self, *inputs):
+    """The model's own forward on float16 inputs, its outputs back in float32 for the loss."""
+    inputs = tuple(t.half() if t.is_floating_point() else t for t in inputs)
+    return type(self).forward(self, *inputs).float()
+
+
 class AdamEpsFp16(Bug):
     def after_build(self, trainer) -> None:
         model, o = trainer.model, trainer.cfg.optim
         model.half()  # to halve memory, without fp32 master weights or a GradScaler
-        forward = model.forward
-
-        def half_forward(self, *inputs):
-            inputs = tuple(t.half() if t.is_floating_point() else t for t in inputs)
-            return forward(*inputs).float()
-
         patch_method(model, "forward", half_forward)
         # The mistake: eps=1e-8 is below fp16's smallest subnormal (6e-8) and becomes 0, so
         # wherever exp_avg_sq underflows (tiny or zero gradients) Adam divides by zero.
@@ -40,11 +40,11 @@ BUG = AdamEpsFp16(
                  "unit). Keep fp32 master weights (autocast + GradScaler), or use an eps "
                  "representable in fp16 such as 1e-4."),
     buggy="""\
-model = model.half()
-opt = torch.optim.Adam(model.parameters(), lr=1e-2)            # eps=1e-8 -> 0 in fp16""",
+model = model.half()                                   # fp16 weights, no master copy
+opt = torch.optim.AdamW(model.parameters(), lr=1e-2)   # eps=1e-8 -> 0 in fp16""",
     fixed="""\
-model = model.half()
-opt = torch.optim.Adam(model.parameters(), lr=1e-2, eps=1e-4)  # representable in fp16
-# better: fp32 weights with torch.autocast(dtype=torch.float16) and a GradScaler""",
+# keep the weights in float32 (what the control runs); for speed, add
+# torch.autocast(dtype=torch.float16) with a GradScaler
+opt = torch.optim.AdamW(model.parameters(), lr=1e-2)   # eps=1e-8 is fine in float32""",
     models=("mlp",),
 )

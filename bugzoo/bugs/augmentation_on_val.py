@@ -5,33 +5,38 @@ from __future__ import annotations
 from dataclasses import replace
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.data.base import Split
 
 
-def random_augment(x: Tensor, g: torch.Generator, shift: int, noise: float) -> Tensor:
-    """Random flips, a random translation of up to ``shift`` pixels and Gaussian noise."""
-    flip = torch.rand(len(x), generator=g) < 0.5
-    x = torch.where(flip[:, None, None, None], x.flip(-1), x)
-    dy, dx = torch.randint(-shift, shift + 1, (2,), generator=g).tolist()
-    x = x.roll((dy, dx), dims=(-2, -1))
-    return x + noise * torch.randn(x.shape, generator=g)
+def training_transform(x: Tensor, g: torch.Generator, padding: int, noise: float) -> Tensor:
+    """The training augmentation: a random horizontal flip, a random 16x16 crop of the image
+    padded by ``padding`` zeros, and Gaussian noise; per image, drawn from ``g``."""
+    out = torch.empty_like(x)
+    padded = nn.functional.pad(x, (padding,) * 4)
+    size = x.shape[-1]
+    for i in range(len(x)):
+        image = padded[i].flip(-1) if bool(torch.rand(1, generator=g) < 0.5) else padded[i]
+        top, left = torch.randint(0, 2 * padding + 1, (2,), generator=g).tolist()
+        out[i] = image[:, top:top + size, left:left + size]
+    return out + noise * torch.randn(x.shape, generator=g)
+
+
+def inputs_through_training_transform(self, index) -> tuple[Tensor, ...]:
+    # The mistake: the validation dataset was built with the training transform.
+    (x,) = Split.inputs(self, index)
+    return (training_transform(x, self.generator, self.padding, self.noise),)
 
 
 class AugmentationOnVal(Bug):
     def after_build(self, trainer) -> None:
         p = trainer.cfg.bug.params
-        g = torch.Generator().manual_seed(trainer.seed)
         split = replace(trainer.data.val)
-        inputs = split.inputs
-
-        def augmented_inputs(self, index):
-            # The mistake: the validation dataset was built with the training transform.
-            (x,) = inputs(index)
-            return (random_augment(x, g, int(p.shift), float(p.noise)),)
-
-        patch_method(split, "inputs", augmented_inputs)
+        split.generator = torch.Generator().manual_seed(trainer.seed)
+        split.padding, split.noise = int(p.padding), float(p.noise)
+        patch_method(split, "inputs", inputs_through_training_transform)
         trainer.val_loader.split = split
 
 
@@ -48,7 +53,7 @@ BUG = AugmentationOnVal(
                  "evaluates on randomly distorted inputs: the metric is pessimistic, "
                  "non-deterministic, and model selection on it is unreliable."),
     buggy="""\
-train_tf = T.Compose([T.RandomHorizontalFlip(), T.RandomCrop(16, padding=4), AddNoise()])
+train_tf = T.Compose([T.RandomHorizontalFlip(), T.RandomCrop(16, padding=4), AddNoise(0.5)])
 val_set = ImageFolder(val_dir, transform=train_tf)""",
     fixed="""\
 val_tf = T.Compose([T.ToTensor(), T.Normalize(mean, std)])   # deterministic

@@ -8,12 +8,13 @@ overrides one or both hooks:
 * ``after_build(trainer)`` runs once data, model, optimizer and loaders exist: edit them.
 
 Patches should be minimal deltas of the clean code path and take effect at ``trainer.onset``.
-:func:`patch_method` installs a replacement method that keeps the original's name and module,
-so nothing a detector can read reveals which bug was planted.
+:func:`patch_method` installs a :class:`Patch` that passes for the method it replaces, so
+nothing a detector can read reveals which bug was planted.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 import types
 from collections.abc import Callable
@@ -93,28 +94,88 @@ class Bug:
         """Patch the built parts (model, optimizer, loaders, data)."""
 
 
-def from_onset(trainer: Trainer) -> Callable[[], bool]:
-    """``active`` for :func:`patch_method`: true from the run's onset step on."""
-    return lambda: trainer.step >= trainer.onset
+@dataclass
+class Clock:
+    """The run's step as plants see it: a patch that waits for its onset reads this, never the
+    trainer, so nothing reachable from a patched model leads to the run's configuration. It is
+    copied with whatever holds it: a deep copy of a patched model keeps its own, frozen time."""
+
+    onset: int
+    step: int = 0
+
+    def started(self) -> bool:
+        return self.step >= self.onset
 
 
-def patch_method(obj: Any, name: str, replacement: Callable,
-                 active: Callable[[], bool] | None = None) -> None:
+def from_onset(trainer: Trainer) -> Clock:
+    """``active`` for :func:`patch_method`: the run's clock, started from its onset step on."""
+    return trainer.clock
+
+
+class Patch:
+    """A method of one object replaced by a planted bug, bound to that object.
+
+    It passes for the method it replaces (same name, qualified name, module and docstring), is
+    copied with its object by ``copy.deepcopy`` (the copy calls the copy, never the live
+    object) and pickles with it (``torch.save``) when the replacement is a module-level
+    function. Before its clock starts it runs the original method.
+    """
+
+    def __init__(self, owner: Any, name: str, replacement: Callable, clock: Clock | None):
+        current = getattr(owner, name)
+        self.owner, self.clock = owner, clock
+        # the method the object had: an earlier patch, or its class's function
+        self.original = current if isinstance(current, Patch) else current.__func__
+        self.replacement = _disguised(replacement, self.original)
+        for attribute in ("__name__", "__qualname__", "__module__", "__doc__"):
+            setattr(self, attribute, getattr(self.original, attribute, None))
+
+    def __call__(self, *args, **kwargs):
+        if self.clock is None or self.clock.started():
+            return self.replacement(self.owner, *args, **kwargs)
+        if isinstance(self.original, Patch):
+            return self.original(*args, **kwargs)
+        return self.original(self.owner, *args, **kwargs)
+
+    def __reduce__(self):
+        true_home = (self.replacement.__globals__["__name__"],
+                     self.replacement.__code__.co_qualname)
+        return _restore_patch, (self.owner, true_home, self.original, self.clock)
+
+
+def _disguised(function: Callable, original: Callable) -> Callable:
+    """A copy of ``function`` that names itself after ``original`` (the bug's module and
+    function names are not left for a detector to read off the patched object)."""
+    copy = types.FunctionType(function.__code__, function.__globals__, original.__name__,
+                              function.__defaults__, function.__closure__)
+    copy.__qualname__ = original.__qualname__
+    copy.__module__ = original.__module__
+    copy.__kwdefaults__ = function.__kwdefaults__
+    return copy
+
+
+def _restore_patch(owner: Any, true_home: tuple[str, str], original: Callable,
+                   clock: Clock | None) -> Patch:
+    """Unpickle a :class:`Patch`: look its replacement up where it was defined."""
+    module, qualname = true_home
+    replacement = importlib.import_module(module)
+    for part in qualname.split("."):
+        replacement = getattr(replacement, part)
+    patch = Patch.__new__(Patch)
+    patch.owner, patch.clock, patch.original = owner, clock, original
+    patch.replacement = _disguised(replacement, original)
+    for attribute in ("__name__", "__qualname__", "__module__", "__doc__"):
+        setattr(patch, attribute, getattr(original, attribute, None))
+    return patch
+
+
+def patch_method(obj: Any, name: str, replacement: Callable, active: Clock | None = None
+                 ) -> None:
     """Replace ``obj.name`` with ``replacement`` (called with ``obj`` as ``self``).
 
-    With ``active``, the original runs while ``active()`` is false, so a bug with a later onset
-    leaves the run untouched until then. The wrapper borrows the original's name and module.
+    With ``active`` (the run's clock, :func:`from_onset`), the original runs until the clock
+    reaches the onset, so a bug with a later onset leaves the run untouched until then.
+    Replacements of model or data methods must be module-level functions that read everything
+    from ``self``: a closure would tie a copied model to the live run.
     """
-    original = getattr(obj, name)
-    buggy = types.MethodType(replacement, obj)
-
-    def dispatch(*args, **kwargs):
-        if active is None or active():
-            return buggy(*args, **kwargs)
-        return original(*args, **kwargs)
-
-    dispatch.__name__ = original.__name__
-    dispatch.__qualname__ = getattr(original, "__qualname__", original.__name__)
-    dispatch.__module__ = original.__module__
-    dispatch.__doc__ = original.__doc__
-    setattr(obj, name, dispatch)
+    setattr(obj, name, Patch(obj, name, replacement, active))

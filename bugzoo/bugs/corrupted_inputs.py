@@ -6,33 +6,32 @@ from dataclasses import replace
 
 import torch
 
-from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.data import BatchLoader
+
+
+def loader_over_unvalidated_rows(self) -> BatchLoader:
+    # The mistake: the training shard was never validated, and some of its rows are NaN
+    # (failed parses, a division by zero upstream); the loader reads them as they are.
+    loader = type(self).build_train_loader(self)
+    g = torch.Generator().manual_seed(self.seed)
+    bad = torch.rand(len(loader.split), generator=g) < float(self.cfg.bug.params.row_frac)
+    x = loader.split.x.clone()
+    x[bad] = float("nan")
+    loader.split = replace(loader.split, x=x)
+    return loader
 
 
 class CorruptedInputs(Bug):
-    def after_build(self, trainer) -> None:
-        frac = float(trainer.cfg.bug.params.row_frac)
-        train = trainer.train_loader.split
-        g = torch.Generator().manual_seed(trainer.seed)
-        bad = torch.rand(len(train), generator=g) < frac
-        x = train.x.clone()
-        x[bad] = float("nan")  # e.g. failed parses or divisions by zero upstream
-        corrupted = replace(train, x=x)
-        next_batch = trainer.next_batch
-
-        def next_batch_from_corrupted_shard(self):
-            # From onset the loader reads a shard whose rows were never validated.
-            self.train_loader.split = corrupted
-            return next_batch()
-
-        patch_method(trainer, "next_batch", next_batch_from_corrupted_shard,
-                     active=from_onset(trainer))
+    def before_build(self, trainer) -> None:
+        patch_method(trainer, "build_train_loader", loader_over_unvalidated_rows)
 
 
 BUG = CorruptedInputs(
     id="corrupted_inputs",
     title="NaN rows in the input data",
     category="data",
+    honours_onset=False,
     symptom=("the loss turns NaN at the first batch holding a corrupt row, and the weights become "
              "NaN after the next optimizer step"),
     check=SymptomCheck("nonfinite", "event"),
@@ -47,5 +46,5 @@ df = df.dropna()                                    # or impute; then assert
 x = torch.tensor(df.values, dtype=torch.float32)
 assert torch.isfinite(x).all()""",
     models=("mlp", "resnet"),
-    onset="step at which the corrupt rows start arriving (bug.onset)",
+    onset="present from step 0: the rows are in the data the loader reads",
 )

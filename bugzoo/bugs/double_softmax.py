@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from torch import nn
+from torch import Tensor, nn
 
-from bugzoo.bugs.base import Bug, SymptomCheck
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+
+
+def head_with_softmax(self, features: Tensor) -> Tensor:
+    # The mistake: the classifier head returns probabilities, and CrossEntropyLoss applies
+    # log-softmax to them again.
+    return nn.Linear.forward(self, features).softmax(dim=-1)
 
 
 class DoubleSoftmax(Bug):
     def after_build(self, trainer) -> None:
-        # The mistake: the classifier head returns probabilities, and CrossEntropyLoss applies
-        # log-softmax to them again.
-        trainer.model.head = nn.Sequential(trainer.model.head, nn.Softmax(dim=-1))
+        patch_method(trainer.model.head, "forward", head_with_softmax)
 
 
 BUG = DoubleSoftmax(

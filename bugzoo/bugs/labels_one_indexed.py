@@ -29,10 +29,13 @@ BUG = LabelsOneIndexed(
     symptom=("training loss falls normally but validation accuracy is near zero (below chance): the"
              " model learns a consistent relabelling of the classes"),
     check=SymptomCheck("final_val_acc", "lower"),
-    explanation=("The training labels come 1-indexed (1..C) while the model and the validation "
-                 "data use 0..C-1. CrossEntropyLoss rejects label C, so someone wrapped the "
-                 "labels with % C: class k is trained as k+1 and the last class as 0. Training "
-                 "looks healthy, every validation prediction is shifted by one class."),
+    explanation=("The training labels come 1-indexed (1..C) while the model and the validation data"
+                 " use 0..C-1. Fed as they are, they crash at the first batch holding label C "
+                 "(CrossEntropyLoss: an IndexError on CPU, a device-side assert on CUDA), a loud "
+                 "bug that needs no detector. The planted version is the usual quick fix of that "
+                 "crash: the labels wrapped with % C, which silences the error and shifts every "
+                 "class by one (class k is trained as k+1, the last as 0). Training looks healthy; "
+                 "every validation prediction is off by one class."),
     buggy="""\
 y_train = torch.tensor(df.label.values) % num_classes   # labels are 1..C in this file""",
     fixed="""\

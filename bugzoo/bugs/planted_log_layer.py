@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 
 
+def log_compressed(self, x: Tensor) -> Tensor:
+    x = nn.Linear.forward(self, x)
+    # The mistake (exercise E.9.1): a "log-compression" whose input touches 1e-9.
+    return torch.log(x - x.detach().min() + 1e-9)
+
+
 class PlantedLogLayer(Bug):
     def after_build(self, trainer) -> None:
-        layer = [m for m in trainer.model.backbone if isinstance(m, torch.nn.Linear)][1]
-        linear = layer.forward
-
-        def forward(self, x: Tensor) -> Tensor:
-            x = linear(x)
-            # The mistake (exercise E.9.1): a "log-compression" whose input touches 1e-9.
-            return torch.log(x - x.detach().min() + 1e-9)
-
-        patch_method(layer, "forward", forward, active=from_onset(trainer))
+        layer = [m for m in trainer.model.backbone if isinstance(m, nn.Linear)][1]
+        patch_method(layer, "forward", log_compressed, active=from_onset(trainer))
 
 
 BUG = PlantedLogLayer(

@@ -2,26 +2,36 @@
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
+from bugzoo.data import Batch
+
+
+def filtered_out(batch: Batch, params) -> bool:
+    """The rank-local data filter: a batch holding a review shorter than ``min_tokens``, or a
+    row with a standardised feature beyond ``max_abs`` (an "outlier guard")."""
+    if len(batch.inputs) > 1:  # sequences: (tokens, lengths)
+        return int(batch.inputs[1].min()) < int(params.min_tokens)
+    return float(batch.inputs[0].abs().amax()) > float(params.max_abs)
+
+
+def step_unless_filtered(self) -> torch.Tensor:
+    batch = next(self.batches)  # the loop's `for batch in loader`, on this rank's shard
+    if filtered_out(batch, self.cfg.bug.params):
+        # The mistake: `continue`. This rank runs no forward, no backward (so joins no
+        # gradient all-reduce) and no optimizer step, while the other ranks carry on.
+        return torch.zeros((), device=self.device)
+    self.batches = itertools.chain([batch], self.batches)  # the step trains on this batch
+    return type(self).run_step(self)
 
 
 class RankSkip(Bug):
     def before_build(self, trainer) -> None:
-        if trainer.rank != int(trainer.cfg.bug.params.rank):
-            return
-
-        def train_step(self) -> torch.Tensor:
-            # The mistake: a rank-local data filter. At onset this rank's batch fails the
-            # "too short" check and the rank `continue`s before forward and backward, so it
-            # makes one gradient all-reduce fewer than the other ranks.
-            self.zero_grad()
-            self.next_batch()
-            return torch.zeros((), device=self.device)
-
-        patch_method(trainer, "train_step", train_step,
-                     active=lambda: trainer.step == trainer.onset)
+        if trainer.rank == int(trainer.cfg.bug.params.rank):
+            patch_method(trainer, "run_step", step_unless_filtered, active=from_onset(trainer))
 
 
 BUG = RankSkip(
@@ -41,7 +51,7 @@ BUG = RankSkip(
                  "process-group timeout."),
     buggy="""\
 for batch in loader:                         # each rank sees its own shard
-    if batch.lengths.max() < MIN_LEN:        # rank-local decision
+    if batch.lengths.min() < MIN_LEN:        # rank-local decision
         continue                             # this rank skips backward
     loss = criterion(ddp_model(batch.x), batch.y)
     loss.backward()                          # all-reduce: every rank must join
@@ -57,7 +67,8 @@ for batch in loader:                         # every rank runs every step
     # The mechanism is model-independent and every run costs two rank processes plus a wait
     # for the collective timeout, so the catalogue plants it in the two cheapest models.
     models=("mlp", "lstm"),
-    onset="the step at which the rank meets the batch it skips",
+    onset="the step from which the rank filters its batches; the first batch it drops "
+          "desynchronises the collectives",
     loud=True,
     requires=("distributed",),
 )

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from torch import nn
+from torch import Tensor, nn
 
-from bugzoo.bugs.base import Bug, SymptomCheck
+from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+
+
+def head_with_batch_softmax(self, features: Tensor) -> Tensor:
+    # The mistake: dim=0 is the batch dimension of [B, C] logits.
+    return nn.Linear.forward(self, features).softmax(dim=0)
 
 
 class SoftmaxWrongDim(Bug):
     def after_build(self, trainer) -> None:
-        # The mistake: dim=0 is the batch dimension of [B, C] logits.
-        trainer.model.head = nn.Sequential(trainer.model.head, nn.Softmax(dim=0))
+        patch_method(trainer.model.head, "forward", head_with_batch_softmax)
 
 
 BUG = SoftmaxWrongDim(

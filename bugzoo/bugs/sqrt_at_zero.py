@@ -2,30 +2,22 @@
 
 from __future__ import annotations
 
-import torch
 from torch import Tensor
 
 from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 
 
-def encode(self, tokens: Tensor, lengths: Tensor) -> Tensor:
-    key_padding = tokens == self.pad_id
-    positions = torch.arange(tokens.shape[1], device=tokens.device)
-    x = self.tokens(tokens) + self.positions(positions)
-    for layer in self.layers:
-        x = layer(x, key_padding)
-    keep = (~key_padding).unsqueeze(-1).to(x.dtype)
-    x = x * keep
-    # The mistake: RMS-normalise each token with eps added after the sqrt. Padded rows are
-    # exactly 0, where sqrt has an infinite derivative: the forward is finite, the backward is
-    # 0 * inf = NaN and flows into every weight through the mask.
-    x = x / (x.pow(2).mean(-1, keepdim=True).sqrt() + 1e-6)
-    return self.norm(x.sum(1) / keep.sum(1).clamp_min(1))
+def rms_normalise_eps_outside(self, x: Tensor) -> Tensor:
+    # The mistake: eps added after the sqrt. Padded rows are exactly 0, where sqrt has an
+    # infinite derivative: the forward is finite, the backward is 0 * inf = NaN and flows into
+    # every weight through the mask.
+    return x / (x.pow(2).mean(-1, keepdim=True).sqrt() + 1e-6)
 
 
 class SqrtAtZero(Bug):
     def after_build(self, trainer) -> None:
-        patch_method(trainer.model.backbone, "forward", encode, active=from_onset(trainer))
+        patch_method(trainer.model.backbone, "rms_normalise", rms_normalise_eps_outside,
+                     active=from_onset(trainer))
 
 
 BUG = SqrtAtZero(

@@ -36,7 +36,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from bugzoo.bugs import Bug, get_bug
+from bugzoo.bugs import Bug, get_bug, list_bugs
 from bugzoo.config import resolved
 from bugzoo.data import BatchLoader
 from bugzoo.detector import Detector
@@ -119,6 +119,7 @@ def rank_main(run_dir: Path, rank: int) -> int:
     wait = timedelta(seconds=float(cfg.harness.timeout_s))
     wait_group = dist.new_group(backend="gloo", timeout=wait)
     bug = job["bug"]
+    list_bugs()  # every bug module loaded: sys.modules must not single out the planted one
     trainer = DistributedTrainer(cfg, bug, rank=rank, world_size=world_size)
     watches = watches_for(job["detectors"], cfg) if rank == 0 else []
     rows: list[dict] = []

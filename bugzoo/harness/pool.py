@@ -35,7 +35,7 @@ from bugzoo.bugs import get_bug
 from bugzoo.config import compose_run, resolved
 from bugzoo.detector import load_detector
 from bugzoo.harness import store
-from bugzoo.harness.record import DetectorStatus, build_summary
+from bugzoo.harness.record import DetectorStatus, PartialRun, build_summary
 from bugzoo.harness.runner import execute
 from bugzoo.scenarios import get_scenario
 
@@ -117,12 +117,13 @@ def run_task(task: RunTask) -> dict:
     """Compose, run and store one task in this process; returns a small status record."""
     cfg = task.compose()
     detectors = [load_detector(name) for name in task.detectors]
-    watchdog = threading.Timer(task.timeout_s, os._exit, (HANG_EXIT,))
+    partial = PartialRun()
+    watchdog = threading.Timer(task.timeout_s, _give_up, (task, partial))
     watchdog.daemon = True
     watchdog.start()
     try:
         with memory_limit(cfg.harness.get("memory_limit_mb")):
-            result = execute(cfg, detectors)
+            result = execute(cfg, detectors, partial=partial)
     finally:
         watchdog.cancel()
     store.write_run(task.path, result.config, result.trace, result.alarms, result.summary)
@@ -134,15 +135,31 @@ def status(task: RunTask, summary: dict) -> dict:
             "path": str(task.path)}
 
 
-def record_failure(task: RunTask, outcome: str, error: str, wall_s: float) -> dict:
-    """Store a run that left no result of its own (it hung or took its process down)."""
+def record_failure(task: RunTask, outcome: str, error: str, wall_s: float,
+                   partial: PartialRun | None = None) -> dict:
+    """Store a run that left no result of its own (it hung or took its process down), with
+    what ``partial`` holds of it: the trace so far and the alarms raised before the end."""
     cfg = task.compose()
     bug = get_bug(cfg.bug.id) if cfg.get("bug") else None
-    summary = build_summary(cfg, bug, trace=pd.DataFrame(), outcome=outcome, error=error,
-                            wall_s=wall_s, detectors={n: DetectorStatus() for n in task.detectors})
-    store.write_run(task.path, resolved(cfg), pd.DataFrame(),
-                    pd.DataFrame(columns=store.ALARM_COLUMNS), summary)
+    partial = partial or PartialRun()
+    trace = pd.DataFrame(list(partial.rows))
+    statuses = {n: DetectorStatus() for n in task.detectors}
+    statuses.update({w.detector.name: w.status(wall_s) for w in partial.watches})
+    summary = build_summary(cfg, bug, trace=trace, outcome=outcome, error=error,
+                            wall_s=wall_s, detectors=statuses)
+    alarms = pd.DataFrame([a for w in partial.watches for a in list(w.alarms)],
+                          columns=store.ALARM_COLUMNS)
+    store.write_run(task.path, resolved(cfg), trace, alarms, summary)
     return status(task, summary)
+
+
+def _give_up(task: RunTask, partial: PartialRun) -> None:
+    """The run passed its timeout (from the watchdog thread): store what it made, end here."""
+    try:
+        record_failure(task, "hang", f"still running after {task.timeout_s:g} s",
+                       task.timeout_s, partial)
+    finally:
+        os._exit(HANG_EXIT)
 
 
 def _one_run_main(task: RunTask) -> None:
@@ -171,9 +188,10 @@ class Slot:
     conn: Connection | None
     task: RunTask | None = None
     started: float = 0.0
+    given_at: float = 0.0  # wall-clock time the task was given (a stored record must be newer)
 
     def give(self, task: RunTask) -> Slot:
-        self.task, self.started = task, time.monotonic()
+        self.task, self.started, self.given_at = task, time.monotonic(), time.time()
         if self.conn is not None:
             self.conn.send(task)
         return self
@@ -200,7 +218,10 @@ class Slot:
         self.proc.join()
         if self.conn is None and self.proc.exitcode == 0 and store.is_complete(task.path):
             return status(task, store.read_summary(task.path))
-        if self.proc.exitcode == HANG_EXIT:
+        if self.proc.exitcode == HANG_EXIT:  # its watchdog stored what the run had made
+            summary = task.path / "summary.json"
+            if summary.is_file() and summary.stat().st_mtime >= self.given_at:
+                return status(task, store.read_summary(task.path))
             return record_failure(task, "hang", hung, wall)
         return record_failure(task, "crashed",
                               f"run process exited with code {self.proc.exitcode}", wall)

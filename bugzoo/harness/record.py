@@ -59,6 +59,15 @@ class RunResult:
     trainer: Any = field(default=None, repr=False)  # the built Trainer (for inspection)
 
 
+@dataclass
+class PartialRun:
+    """What a run has made so far, filled in by the runner as it goes: the trace rows and the
+    detectors' watches. A watchdog that gives up on a hung run stores these."""
+
+    rows: list[dict] = field(default_factory=list)
+    watches: list = field(default_factory=list)
+
+
 def trace_digest(trace: pd.DataFrame) -> str:
     """A hash of every non-timing trace column: equal digests mean bitwise-equal traces."""
     stable = trace.drop(columns=[c for c in TIMING_COLUMNS if c in trace.columns])

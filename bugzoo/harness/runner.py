@@ -10,32 +10,35 @@ import pandas as pd
 import torch
 from omegaconf import DictConfig
 
-from bugzoo.bugs import Bug, get_bug
+from bugzoo.bugs import Bug, get_bug, list_bugs
 from bugzoo.config import resolved
 from bugzoo.detector import Detector
 from bugzoo.harness import distributed, store
-from bugzoo.harness.record import RunResult, build_summary
+from bugzoo.harness.record import PartialRun, RunResult, build_summary
 from bugzoo.harness.watch import run_view, watches_for
 from bugzoo.train import Trainer, measure
 
 log = logging.getLogger(__name__)
 
 
-def execute(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = None
-            ) -> RunResult:
+def execute(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = None,
+            partial: PartialRun | None = None) -> RunResult:
     """Train one run with ``detectors`` watching; a crash is recorded, not raised.
 
     ``bug`` plants a Bug object directly instead of looking ``cfg.bug.id`` up (the conformance
-    suite plants decoys this way). Runs on several ranks go to :mod:`.distributed`."""
+    suite plants decoys this way). ``partial`` receives the trace rows and the watches as the
+    run makes them. Runs on several ranks go to :mod:`.distributed`."""
+    list_bugs()  # every bug module loaded: sys.modules must not single out the planted one
     if bug is None and cfg.get("bug"):
         bug = get_bug(cfg.bug.id)
     if distributed.is_distributed(cfg, bug):
         return distributed.execute_distributed(cfg, detectors, bug)
     torch.set_num_threads(int(cfg.harness.threads))
-    watches = watches_for(list(detectors), cfg)
+    partial = partial or PartialRun()
+    watches = partial.watches = watches_for(list(detectors), cfg)
     trainer = Trainer(cfg, bug)
     start = time.perf_counter()
-    rows: list[dict] = []
+    rows = partial.rows
     outcome, error = "completed", None
     try:
         trainer.build()

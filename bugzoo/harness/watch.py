@@ -71,21 +71,37 @@ class Watch:
         self.error: str | None = None
 
     def call(self, method: str, *args) -> None:
+        """Call the detector's ``method``; keep its alarms. After its first failure it is torn
+        down at once (its hooks removed, global modes it set restored) and never called
+        again, so a run, or a reused worker, does not carry a broken detector along."""
         if self.error is not None:
             return
         t0 = time.perf_counter()
         try:
-            with time_budget(self.budget_s):
-                raised = getattr(self.detector, method)(*args) or []
-            for a in raised:
-                self.alarms.append({"detector": self.detector.name, "step": a.step,
-                                    "symptom": a.symptom, "category": a.category,
-                                    "message": a.message})
+            self._keep(self._call(method, *args))
         except Exception as e:
             self.error = f"{method}: {type(e).__name__}: {e}"
             log.warning("detector %s failed in %s", self.detector.name, self.error)
+            if method != "teardown":
+                self._tear_down_after_failure()
         finally:
             self.seconds += time.perf_counter() - t0
+
+    def _call(self, method: str, *args):
+        with time_budget(self.budget_s):
+            return getattr(self.detector, method)(*args) or []
+
+    def _keep(self, raised) -> None:
+        for a in raised:
+            self.alarms.append({"detector": self.detector.name, "step": a.step,
+                                "symptom": a.symptom, "category": a.category,
+                                "message": a.message})
+
+    def _tear_down_after_failure(self) -> None:
+        try:
+            self._keep(self._call("teardown"))
+        except Exception as e:  # the error already recorded is the one that counts
+            log.debug("detector %s failed in teardown too: %s", self.detector.name, e)
 
     def observer(self):
         """The per-step callback the training loop calls with each Observation."""

@@ -21,6 +21,7 @@ import secrets
 import sys
 import types
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import suppress
 from functools import cache
 
 import numpy as np
@@ -31,7 +32,7 @@ import yaml
 from omegaconf import open_dict
 from torch import nn
 
-from bugzoo.bugs import CATEGORIES, Bug, SymptomCheck, get_bug
+from bugzoo.bugs import CATEGORIES, Bug, SymptomCheck, bug_ids, get_bug
 from bugzoo.config import compose_run
 from bugzoo.detector import Alarm, Detector, load_detector
 from bugzoo.errors import ArgumentParser, UsageError
@@ -252,8 +253,9 @@ def _decoy(category: str) -> Bug:
 
 
 def _reachable(root, limit: int = 20000) -> Iterator[object]:
-    """Every object reachable from ``root`` through attributes and containers (tensors and
-    arrays are yielded, not looked into; functions and types end a path)."""
+    """Every object reachable from ``root`` through attributes, containers, the variables a
+    function closes over and the object a method is bound to (tensors and arrays are yielded,
+    not looked into; types, modules and a function's globals end a path)."""
     seen: set[int] = set()
     stack = [root]
     while stack and len(seen) < limit:
@@ -262,8 +264,17 @@ def _reachable(root, limit: int = 20000) -> Iterator[object]:
             continue
         seen.add(id(obj))
         yield obj
-        if isinstance(obj, str | torch.Tensor | np.ndarray | types.FunctionType
-                      | types.MethodType | types.BuiltinFunctionType | type | types.ModuleType):
+        if isinstance(obj, types.FunctionType):
+            for cell in obj.__closure__ or ():
+                with suppress(ValueError):  # an empty cell
+                    stack.append(cell.cell_contents)
+            stack.extend(obj.__defaults__ or ())
+            continue
+        if isinstance(obj, types.MethodType):
+            stack.extend((obj.__self__, obj.__func__))
+            continue
+        if isinstance(obj, str | torch.Tensor | np.ndarray | types.BuiltinFunctionType | type
+                      | types.ModuleType):
             continue
         if isinstance(obj, dict):
             stack.extend(obj.keys())
@@ -295,8 +306,10 @@ def check_blind(make: Factory) -> None:
     Two no-op decoy bugs with random ids and different categories leave the run unchanged, so
     alarms must equal those on the clean run; a detector that finds the planted bug (through
     gc, the stack, the trainer, env vars, ...) and reacts to it is caught. Alarm texts must
-    not contain the decoy's id. Also scans what a detector can read in a real buggy run (the
-    RunView's reachable strings, environment variables) for the bug id.
+    not contain the decoy's id. Also scans what a detector can read in a real buggy run for
+    the bug id: the strings reachable from the RunView (through attributes, closures and bound
+    methods), the environment, and which bug modules ``sys.modules`` holds at its setup (all
+    of them, or it would single out the planted one).
     """
     cfg = _cfg(*TROUBLED)
     clean = _alarms(_run(cfg, [make()]))
@@ -325,6 +338,17 @@ def check_blind(make: Factory) -> None:
         leaks += sorted(f"env {k}" for k, v in os.environ.items() if bug.id in k or bug.id in v)
         if leaks:
             raise ConformanceError(f"the run view leaks the bug id {bug.id!r}: {leaks[:5]}")
+        loaded: list[set[str]] = []
+
+        def record(method: str, args: tuple, out) -> None:
+            if method == "setup":
+                loaded.append({m for m in sys.modules if m.startswith("bugzoo.bugs.")})
+
+        _run(_cfg(f"scenario={BUGGY_SCENARIO}", "harness.steps=2"), [_instrument(make(), record)])
+        missing = {f"bugzoo.bugs.{b}" for b in bug_ids()} - loaded[0]
+        if missing:
+            raise ConformanceError(f"sys.modules at setup holds only some bug modules (not "
+                                   f"{sorted(missing)[:3]}...): it singles out the planted one")
 
 
 def check_alarms_well_formed(make: Factory) -> None:

@@ -45,12 +45,13 @@ class EncoderLayer(nn.Module):
 
 
 class Encoder(nn.Module):
-    """Token + position embeddings, encoder layers, then a mean over the real tokens."""
+    """Token + position embeddings, encoder layers, then a mean over the real tokens (each
+    RMS-normalised first, with ``token_norm``)."""
 
     def __init__(self, vocab_size: int, pad_id: int, dim: int, heads: int, layers: int,
-                 max_len: int, dropout: float):
+                 max_len: int, dropout: float, token_norm: bool = False):
         super().__init__()
-        self.pad_id = pad_id
+        self.pad_id, self.token_norm = pad_id, token_norm
         self.tokens = nn.Embedding(vocab_size, dim, padding_idx=pad_id)
         self.positions = nn.Embedding(max_len, dim)
         self.layers = nn.ModuleList(EncoderLayer(dim, heads, dropout) for _ in range(layers))
@@ -63,14 +64,23 @@ class Encoder(nn.Module):
         for layer in self.layers:
             x = layer(x, key_padding)
         keep = (~key_padding).unsqueeze(-1).to(x.dtype)
-        return self.norm((x * keep).sum(1) / keep.sum(1).clamp_min(1))
+        x = x * keep
+        if self.token_norm:
+            x = self.rms_normalise(x)
+        return self.norm(x.sum(1) / keep.sum(1).clamp_min(1))
+
+    def rms_normalise(self, x: Tensor) -> Tensor:
+        """Each token divided by its root mean square; padded tokens (all zero) stay zero."""
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
 
 
 class TransformerClassifier(nn.Module):
     def __init__(self, vocab_size: int, num_classes: int, pad_id: int = 0, dim: int = 32,
-                 heads: int = 2, layers: int = 2, max_len: int = 32, dropout: float = 0.1):
+                 heads: int = 2, layers: int = 2, max_len: int = 32, dropout: float = 0.1,
+                 token_norm: bool = False):
         super().__init__()
-        self.backbone = Encoder(vocab_size, pad_id, dim, heads, layers, max_len, dropout)
+        self.backbone = Encoder(vocab_size, pad_id, dim, heads, layers, max_len, dropout,
+                                token_norm)
         self.head = nn.Linear(dim, num_classes)
 
     def forward(self, tokens: Tensor, lengths: Tensor) -> Tensor:
