@@ -35,7 +35,7 @@ from bugzoo.errors import UsageError, choices_text, unknown_choice
 from bugzoo.paths import CONF_DIR, SCENARIO_DIR
 
 # keys of a scenario file that describe the scenario instead of setting how the run trains
-DESCRIPTIVE_KEYS = ("scenario", "description", "excluded", "defaults", "bug")
+DESCRIPTIVE_KEYS = ("scenario", "description", "excluded", "latent", "defaults", "bug")
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,7 @@ class Scenario:
     settings: dict = field(compare=False, repr=False)
     bug_config: dict = field(compare=False, repr=False)
     excluded: str | None
+    latent: str | None  # why the bug shows no outcome symptom in this setting, if it does not
     description: str
     control: str | None
     path: Path = field(compare=False, repr=False)
@@ -184,9 +185,12 @@ def load_scenario(path: Path) -> Scenario:
     settings = {k: v for k, v in node.items() if k not in DESCRIPTIVE_KEYS}
     if chosen:
         settings["defaults"] = chosen
-    excluded = node.get("excluded")
+    excluded, latent = node.get("excluded"), node.get("latent")
+    if latent and not bug:
+        raise _fail(path, "only a buggy scenario can be 'latent'")
     return Scenario(id=path.stem, model=model, bug=bug, settings=settings,
                     bug_config=bug_config, excluded=str(excluded) if excluded else None,
+                    latent=str(latent) if latent else None,
                     description=str(node.get("description") or ""), control=None, path=path,
                     node=node)
 

@@ -13,6 +13,7 @@ import random
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -22,7 +23,7 @@ from torch import Tensor, nn
 
 from bugzoo.bugs.base import Bug, Clock
 from bugzoo.data import Batch, BatchLoader, DataBundle, load_dataset
-from bugzoo.data.base import Normalization, fit_normalization, forever
+from bugzoo.data.base import Normalization, f_scores, fit_normalization, forever
 from bugzoo.models import build_model
 from bugzoo.telemetry import Observation, Telemetry
 
@@ -71,6 +72,28 @@ def measure(model: nn.Module, split, device: torch.device, batch_size: int = 500
     return result
 
 
+def serving_widths(serve_pad_to: int) -> list[int | None]:
+    """The padding widths a serving check measures: as trained (``None``: each batch padded to
+    its longest row), then powers of two from 64 up to the serving width."""
+    widths: list[int | None] = [None]
+    width = 64
+    while width < serve_pad_to:
+        widths.append(width)
+        width *= 2
+    return [*widths, serve_pad_to]
+
+
+def measure_padding(model: nn.Module, split, widths: Iterable[int | None], device: torch.device,
+                    batch_size: int = 100) -> list[dict]:
+    """Loss and accuracy of ``model`` on the same rows padded to each width (``None``: to each
+    batch's longest row): how a practitioner checks that serving-time padding changes nothing."""
+    points = []
+    for width in widths:
+        loss, acc = measure(model, replace(split, pad_to=width), device, batch_size)
+        points.append({"width": width, "loss": loss, "acc": acc})
+    return points
+
+
 def outlier_batch(batch: Batch, num_classes: int, scale: float = 1e3) -> Batch:
     """An extreme batch (a corrupted shard): its first example repeated, with a wrong label and
     float features in the wrong units (times ``scale``)."""
@@ -108,7 +131,7 @@ class Trainer:
     # ----------------------------------------------------------------- building the run
     def build(self) -> Trainer:
         seed_everything(self.seed)
-        self.data = self.normalize(self.load_data())
+        self.data = self.select_features(self.normalize(self.load_data()))
         self.model = self.build_model().to(self.device)
         self.optimizer = self.build_optimizer()
         self.scheduler = self.build_scheduler()
@@ -135,6 +158,20 @@ class Trainer:
         norm = self.fit_scaler(data)
         return data.with_splits(train=norm.apply(data.train), val=norm.apply(data.val),
                                 holdout=norm.apply(data.holdout))
+
+    def score_features(self, data: DataBundle) -> Tensor:
+        """How well each feature separates the classes, on the training split only."""
+        return f_scores(data.train.x, data.train.y, data.num_classes)
+
+    def select_features(self, data: DataBundle) -> DataBundle:
+        """Keep the ``data.select_k`` best-scoring features of every split (all without it)."""
+        k = self.cfg.data.get("select_k")
+        if not k:
+            return data
+        keep = self.score_features(data).topk(int(k)).indices.sort().values
+        return data.with_splits(**{name: replace(split, x=split.x[:, keep]) for name, split in
+                                   (("train", data.train), ("val", data.val),
+                                    ("holdout", data.holdout))})
 
     def build_model(self) -> nn.Module:
         return build_model(self.cfg.model.name, self.data, **self.cfg.model.params)

@@ -38,9 +38,9 @@ def fake_scenarios(tmp_path, monkeypatch):
                             ("mlp-boom", "boom", "")]:
         defaults = "  - override /model: mlp\n" + (f"  - override /bug: {bug}\n" if bug else "")
         (folder / f"{sid}.yaml").write_text(f"scenario: {sid}\ndefaults:\n{defaults}{extra}")
-    fake = {"a": bugs.Bug("a", "a", "loss", "", bugs.SymptomCheck("m", "higher"), "", "", ""),
-            "b": bugs.Bug("b", "b", "loss", "", bugs.SymptomCheck("m", "higher"), "", "", ""),
-            "gpu": bugs.Bug("gpu", "g", "precision", "", bugs.SymptomCheck("m", "higher"), "",
+    fake = {"a": bugs.Bug("a", "a", "loss", "", bugs.SymptomCheck("final_loss", "higher"), "", "", ""),
+            "b": bugs.Bug("b", "b", "loss", "", bugs.SymptomCheck("final_loss", "higher"), "", "", ""),
+            "gpu": bugs.Bug("gpu", "g", "precision", "", bugs.SymptomCheck("final_loss", "higher"), "",
                             "", "", requires=("cuda",)),
             "boom": bugs.Bug("boom", "b", "loop", "", bugs.SymptomCheck("crashed", "event"), "",
                              "", "", loud=True)}

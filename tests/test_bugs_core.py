@@ -45,8 +45,8 @@ def test_symptom_separates(bug, model, extra):
 def test_fp16_no_scaler_underflows_more_gradients():
     """Without loss scaling, more fp16 gradient entries flush to exactly zero (every seed)."""
     result = check_manifests("mlp-fp16_no_scaler", SEEDS,
-                           ["harness.steps=300", "harness.eval_interval=300"])
-    assert result.metric == "mean_zero_grad_frac"
+                             ["harness.steps=300", "harness.eval_interval=300"],
+                             mechanism=("mean_zero_grad_frac", "higher"))
     assert all_worse(result), (result.buggy, result.clean)
 
 
@@ -60,13 +60,27 @@ def built(*overrides: str) -> Trainer:
 def test_mask_after_softmax_rows_lose_mass_only_with_padding():
     trainer = built("scenario=transformer-mask_after_softmax")
     tokens, lengths = trainer.data.train.inputs(torch.arange(4))
-    assert tokens.shape[1] == 96 and lengths.max() <= 32  # padded to a fixed width
+    assert tokens.shape[1] == lengths.max() <= 32  # trained on batches padded to their longest
+    assert trainer.data.serve_pad_to == 256 and trainer.data.val.x.shape[1] >= 256
     attention = trainer.model.backbone.layers[0].attn
     scores = torch.randn(2, 2, 5, 5)
     padded = torch.tensor([[False, False, False, True, True], [False] * 5])[:, None, None, :]
     rows = attention.attention_weights(scores, padded).sum(-1)
     assert torch.all(rows[0] < 1 - 1e-3)  # padded example: weight leaked to masked keys
     torch.testing.assert_close(rows[1], torch.ones_like(rows[1]))  # no padding: unchanged
+
+
+def test_mask_after_softmax_scores_served_reviews_worse_in_every_seed():
+    """The symptom over 5 seeds: the same validation reviews lose accuracy when served padded to
+    a fixed width (the serving check), while the clean model scores them identically (exactly,
+    whatever it learned: one short control run shows it)."""
+    settings = ["harness.eval_interval=150", "data.params.serve_pad_to=128"]
+    buggy = [execute(compose_run(["scenario=transformer-mask_after_softmax", "harness.steps=150",
+                                  *settings, f"seed={seed}"])).summary for seed in range(5)]
+    assert min(run["serving_gap"] for run in buggy) > 0, [run["serving_gap"] for run in buggy]
+    clean = execute(compose_run(["scenario=transformer-clean-serving_pad256", "harness.steps=40",
+                                 *settings])).summary
+    assert clean["serving_gap"] == 0 and len(clean["padding"]) >= 2
 
 
 def test_leakage_norm_stats_fits_on_train_and_val():

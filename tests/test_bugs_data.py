@@ -86,3 +86,19 @@ def test_augmentation_on_val_randomises_validation_only():
     clean = Trainer(compose_run(["scenario=resnet-augmentation_on_val", "~bug"]), None).build()
     assert next(iter(trainer.train_loader)).inputs[0].equal(
         next(iter(clean.train_loader)).inputs[0])
+
+
+def test_leakage_feature_selection_scores_features_on_validation_labels_too():
+    """The plant: the buggy selection keeps other features than the training split alone picks,
+    and validation then looks better than the holdout in every seed, which the clean one does
+    not."""
+    from bugzoo.train import Trainer
+
+    clean = Trainer(compose_run(["scenario=mlp-clean-feature_selection"])).build()
+    buggy = Trainer(compose_run(["scenario=mlp-leakage_feature_selection"]),
+                    get_bug("leakage_feature_selection")).build()
+    assert clean.data.train.x.shape[1] == buggy.data.train.x.shape[1] == 20
+    assert not (clean.data.train.x == buggy.data.train.x).all()
+    result = check_manifests("mlp-leakage_feature_selection", [0, 1, 2],
+                             ["harness.steps=150", "harness.eval_interval=150"])
+    assert result.separates(), result

@@ -35,6 +35,12 @@ SHORT = {
 }
 
 
+# Latent on the mlp (no outcome symptom there: the scenarios' `latent:` say why): these tests
+# check the mechanism instead; validity checks the outcome on the models where it shows.
+MECHANISM = {"train_mode_not_restored": ("train_mode_frac", "lower"),
+             "optimizer_stale_params": ("final_grad_norm", "higher")}
+
+
 def worse(direction: str, buggy: list, clean: list) -> bool:
     """Every buggy value is worse than every clean value."""
     if direction == "event":
@@ -57,7 +63,7 @@ def test_bug_has_config_and_scenarios(bug_id):
 @pytest.mark.parametrize("bug_id", LOOP_BUGS)
 def test_symptom_shows(bug_id):
     seeds, extra = SHORT[bug_id]
-    result = check_manifests(f"mlp-{bug_id}", seeds, extra)
+    result = check_manifests(f"mlp-{bug_id}", seeds, extra, mechanism=MECHANISM.get(bug_id))
     assert worse(result.direction, result.buggy, result.clean), (result.buggy, result.clean)
 
 

@@ -99,7 +99,10 @@ def test_rank_skip_hangs_and_is_cleaned_up(clean):
     stable = [c for c in clean.trace.columns if c not in TIMING_COLUMNS]
     before = result.trace[stable].iloc[:ONSET].reset_index(drop=True)
     assert before.equals(clean.trace[stable].iloc[:ONSET].reset_index(drop=True))
-    assert not result.trace[stable].iloc[: ONSET + 1].equals(clean.trace[stable].iloc[: ONSET + 1])
+    # rank 1 drops its first filtered batch at or after onset: from there rank 0's gradients
+    # are averaged with another step's, and its trace leaves the clean one
+    after = len(result.trace)
+    assert not result.trace[stable].equals(clean.trace[stable].iloc[:after])
 
 
 def test_ddp_unsynced_ranks_drift_apart(clean):

@@ -84,7 +84,7 @@ def test_bug_not_applicable_names_models(capsys):
 # estimator and Gymnasium every environment.
 BUGS = list_bugs()
 SUMMARY_METRICS = {"crashed", "hung", "holdout_loss", "holdout_acc", "val_holdout_gap",
-                   "rank_param_divergence"}
+                   "serving_gap", "rank_param_divergence"}
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +120,7 @@ def test_every_buggy_scenario_has_a_matched_control(scenario):
         cfg = OmegaConf.to_container(compose_run([*overrides, "harness.device=cuda"]),
                                      resolve=True)
         return {k: v for k, v in cfg.items() if k not in ("scenario", "bug", "description",
-                                                           "excluded")}
+                                                           "excluded", "latent")}
 
     assert settings(f"scenario={scenario.id}") == settings(f"scenario={scenario.control}")
     composed = compose_run([f"scenario={scenario.id}", "harness.device=cuda"])
@@ -133,3 +133,15 @@ def test_no_two_clean_scenarios_share_their_settings():
         if s.clean:
             assert settings_key(s) not in seen, f"{s.id} repeats {seen.get(settings_key(s))}"
             seen[settings_key(s)] = s.id
+
+
+@pytest.mark.parametrize("variable", ["final_lr", "mean_lr", "train_mode_frac",
+                                      "rank_param_divergence", "trace_digest",
+                                      "mean_zero_grad_frac"])
+def test_a_symptom_check_refuses_the_variable_a_bug_sets(variable):
+    """A symptom is an outcome a practitioner observes, never what the bug sets."""
+    from bugzoo.bugs.base import OUTCOMES, SymptomCheck
+
+    with pytest.raises(ValueError, match="reads an outcome"):
+        SymptomCheck(variable, "higher")
+    assert {b.check.metric for b in list_bugs()} <= set(OUTCOMES)

@@ -23,12 +23,12 @@ def status(role="heuristic", distribution=OWN_DISTRIBUTION):
 
 
 def write(root, scenario, seed, alarms, detectors, bug=None, category=None, onset=0,
-          loud=False, model="mlp"):
+          loud=False, model="mlp", latent=False):
     trace = pd.DataFrame({"step": range(STEPS), "loss": 1.0,
                           "elapsed_s": [0.5 * (i + 1) for i in range(STEPS)]})
     summary = {"scenario": scenario, "seed": seed, "model": model, "bug": bug,
                "category": category, "onset": onset if bug else None, "loud": loud,
-               "outcome": "completed", "detectors": detectors}
+               "latent": latent, "outcome": "completed", "detectors": detectors}
     frame = pd.DataFrame(alarms, columns=store.ALARM_COLUMNS)
     store.write_run(store.run_dir(root, "sw", scenario, seed), {}, trace, frame, summary)
 
@@ -50,6 +50,9 @@ def sweep(tmp_path):
     # loud bug: scored apart
     write(root, "mlp-crash", 0, [("b", 0, "s", "numerics", "")], both, bug="crash",
           category="numerics", loud=True)
+    # latent bug (no outcome symptom in its setting): scored apart, a's alarm counts nowhere else
+    write(root, "mlp-quiet_bug", 0, [("a", 2, "s", "loop", "")], both, bug="quiet_bug",
+          category="loop", latent=True)
     return root / "sw"
 
 
@@ -82,9 +85,12 @@ def test_leaderboard_rates_score_and_loud_apart(sweep):
     assert a["median_delay_steps"] == 3 and a["median_delay_steps_midrun"] == 2
     # b: early on lr_too_high (not a chance to hit), missed double_softmax
     assert (b["early"], b["hits"], b["misses"], b["recall"], b["score"]) == (1, 0, 1, 0.0, 0.0)
-    loud = scoring.loud_board(table).set_index("detector")
+    loud = scoring.apart_board(table, "loud").set_index("detector")
     assert loud.loc["b", "runs"] == 1 and loud.loc["b", "early"] == 0
     assert loud.loc["b", "recall"] == 1.0 and loud.loc["a", "recall"] == 0.0
+    latent = scoring.apart_board(table, "latent").set_index("detector")
+    assert latent.loc["a", "runs"] == 1 and latent.loc["a", "recall"] == 1.0
+    assert latent.loc["b", "recall"] == 0.0
     assert set(scoring.category_board(table)["category"]) == {"optim", "loss"}
 
 

@@ -29,19 +29,35 @@ CATEGORIES = ("data", "model", "loss", "optim", "loop", "numerics", "precision",
 ALL_MODELS = ("mlp", "lstm", "transformer", "resnet")
 
 
+# What a practitioner observes, and so what a symptom check may read: loss and accuracy,
+# divergence, a crash or a hang, memory, time, and disagreement between runs ("varies"). Never
+# the variable the bug sets (a learning rate, a mode flag, the ranks' parameters, the trace).
+OUTCOMES = ("final_val_loss", "final_val_acc", "best_val_acc", "final_loss", "initial_loss",
+            "val_holdout_gap", "serving_gap", "nonfinite", "crashed", "hung", "heap_growth_mb",
+            "peak_rss_mb", "data_time_frac", "median_step_s")
+DIRECTIONS = ("lower", "higher", "event", "varies")
+
+
 @dataclass(frozen=True)
 class SymptomCheck:
     """How ``bugzoo validate`` proves a bug's symptom against clean runs of the same settings.
 
-    ``metric`` names a summary field (see ``bugzoo.harness.record.summarize``); ``direction``
-    says which way the buggy runs move: ``"lower"`` / ``"higher"`` for metrics compared with
-    Mann-Whitney U, ``"event"`` for a boolean summary field compared with Fisher's exact test;
-    ``"varies"`` runs each seed twice and tests (as an event) whether the metric differs
-    between the two runs, e.g. ``trace_digest`` for reproducibility.
+    ``metric`` names an outcome of the run's summary (one of ``OUTCOMES``); ``direction`` says
+    which way the buggy runs move: ``"lower"`` / ``"higher"`` for metrics compared with an
+    exact permutation test of ranks, ``"event"`` for a boolean outcome compared with Fisher's
+    exact test; ``"varies"`` runs each seed twice and tests (as an event) whether the metric
+    differs between the two runs, e.g. the final validation loss for reproducibility.
     """
 
     metric: str
     direction: str
+
+    def __post_init__(self) -> None:
+        if self.metric not in OUTCOMES:
+            raise ValueError(f"a symptom check reads an outcome ({', '.join(OUTCOMES)}), "
+                             f"not {self.metric!r}")
+        if self.direction not in DIRECTIONS:
+            raise ValueError(f"direction {self.direction!r} not in {DIRECTIONS}")
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,10 @@ BUG = DdpUnsynced(
     title="Ranks train unsynchronised copies (no DDP, per-rank seeds)",
     category="distributed",
     honours_onset=False,
-    symptom=("nothing fails and rank 0's curves look normal, but every rank trains its own model on"
-             " its own shard: the ranks' parameters differ at the end"),
-    check=SymptomCheck("rank_param_divergence", "higher"),
+    symptom=("nothing fails and rank 0's curves look normal, but each rank trains its own copy on "
+             "its own half of the data: the model that is kept ends with a higher validation loss "
+             "than the synchronised run's"),
+    check=SymptomCheck("final_val_loss", "higher"),
     explanation=("Launching N processes does not make training data-parallel. Without "
                  "DistributedDataParallel (or an explicit all-reduce of the gradients) every "
                  "rank steps on the gradient of its own shard only; with per-rank seeds the "

@@ -26,10 +26,10 @@ BUG = MaskAfterSoftmax(
     id="mask_after_softmax",
     title="Attention padding mask applied after softmax",
     category="model",
-    symptom=("each row's attention mass depends on how much padding the batch has, so the same "
-             "review scores differently when padded differently; on this mini encoder accuracy does"
-             " not suffer (results/validity.md)"),
-    check=SymptomCheck("final_val_acc", "lower"),
+    symptom=("accuracy degrades with more padding in the batch: the same validation reviews "
+             "score worse when served padded to a fixed width (padding=\"max_length\") than when "
+             "batched as in training; the clean model scores them identically"),
+    check=SymptomCheck("serving_gap", "higher"),
     explanation=("A key-padding mask must set padded scores to -inf before the softmax so the "
                  "weights over the real tokens sum to 1. Multiplying the probabilities by the mask "
                  "afterwards removes the padded keys' weight without renormalising: each row's "

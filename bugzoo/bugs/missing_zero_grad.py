@@ -18,10 +18,9 @@ BUG = MissingZeroGrad(
     id="missing_zero_grad",
     title="optimizer.zero_grad() never called",
     category="loop",
-    symptom=("the gradient norm grows roughly linearly with the step count (each step's gradient is"
-             " the running sum of every gradient so far); the loss oscillates and ends above the "
-             "clean run's"),
-    check=SymptomCheck("final_grad_norm", "higher"),
+    symptom=("each step follows the running sum of every gradient so far: the loss oscillates "
+             "instead of settling, and the validation loss ends above the clean run's"),
+    check=SymptomCheck("final_val_loss", "higher"),
     explanation=("loss.backward() adds into .grad instead of overwriting it. Without a "
                  "zero_grad() per step, the gradient the optimizer sees at step t is the sum of "
                  "all gradients since the last clear: stale directions dominate, the effective "

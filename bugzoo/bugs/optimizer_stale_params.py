@@ -20,10 +20,9 @@ BUG = OptimizerStaleParams(
     title="Head replaced after the optimizer was built",
     category="optim",
     honours_onset=False,
-    symptom=("the new head keeps its random initialisation and its gradients are never applied nor "
-             "cleared (optimizer.zero_grad() does not know it): its .grad accumulates and the "
-             "gradient norm climbs step after step"),
-    check=SymptomCheck("final_grad_norm", "higher"),
+    symptom=("the new head keeps its random weights (the optimizer updates the old one): the loss "
+             "hardly falls and the validation loss ends far above the clean run's"),
+    check=SymptomCheck("final_val_loss", "higher"),
     explanation=("An optimizer holds references to the parameter tensors it was given. "
                  "Replacing a submodule afterwards (a new classifier head for fine-tuning, a "
                  "resized output layer) creates new parameters the optimizer has never seen: "

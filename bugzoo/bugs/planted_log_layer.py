@@ -24,10 +24,10 @@ BUG = PlantedLogLayer(
     id="planted_log_layer",
     title="log(x - min(x) + 1e-9) inside the second layer",
     category="numerics",
-    symptom=("from onset the gradient norm jumps by orders of magnitude: the smallest activation of"
-             " every batch sits at log(1e-9) with derivative 1e9; the loss spikes and can go "
-             "non-finite"),
-    check=SymptomCheck("max_grad_norm", "higher"),
+    symptom=("from onset the loss spikes (the smallest activation of every batch sits at log(1e-9),"
+             " with derivative 1e9) and training never recovers: the validation loss ends far "
+             "higher; in half precision the loss goes non-finite"),
+    check=SymptomCheck("final_val_loss", "higher"),
     explanation=("Inside the second linear layer, x = log(x - x.min() + 1e-9) maps the batch "
                  "minimum to log(1e-9) = -20.7 whose derivative is 1e9, and amplifies every "
                  "nearby activation. Gradients explode, Adam's normalised steps scramble the "

@@ -20,9 +20,10 @@ BUG = SchedulerNeverStepped(
     id="scheduler_never_stepped",
     title="LR scheduler never stepped",
     category="optim",
-    symptom=("the learning rate stays at its initial warm-up value for the whole run instead of "
-             "warming up and decaying to zero"),
-    check=SymptomCheck("final_lr", "higher"),
+    symptom=("the learning rate never follows its schedule (stuck at the warm-up's first value, or "
+             "wherever it was when the run resumed): training crawls, or never anneals, and the "
+             "validation loss ends higher"),
+    check=SymptomCheck("final_val_loss", "higher"),
     explanation=("A scheduler only changes the learning rate when scheduler.step() is called. "
                  "If the call is forgotten (or sits in a branch that never runs), the optimizer "
                  "keeps the scheduler's initial learning rate: with linear warm-up that is the "

@@ -26,9 +26,9 @@ BUG = SchedulerPerMicrobatch(
     id="scheduler_per_microbatch",
     title="LR scheduler stepped on every micro-batch under gradient accumulation",
     category="optim",
-    symptom=("the schedule runs `accumulate` times too fast: warm-up ends early, the learning rate "
-             "reaches zero a quarter of the way through and stays there"),
-    check=SymptomCheck("mean_lr", "lower"),
+    symptom=("the schedule runs `accumulate` times too fast: the learning rate reaches zero a "
+             "quarter of the way through and learning stops there; the validation loss ends higher"),
+    check=SymptomCheck("final_val_loss", "higher"),
     explanation=("Schedules are defined in optimizer steps. With gradient accumulation over k "
                  "micro-batches, calling scheduler.step() inside the micro-batch loop advances "
                  "the schedule k times per optimizer step. A cosine schedule sized for the run "

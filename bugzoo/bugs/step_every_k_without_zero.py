@@ -26,9 +26,9 @@ BUG = StepEveryKWithoutZero(
     id="step_every_k_without_zero",
     title="Optimizer steps every k batches but gradients are never zeroed",
     category="loop",
-    symptom=("the .grad buffers hold the sum of every gradient since the start, so the gradient "
-             "norm keeps growing and updates follow a stale running sum"),
-    check=SymptomCheck("final_grad_norm", "higher"),
+    symptom=("the updates follow a running sum of every gradient since the start: the loss "
+             "oscillates and the validation loss ends above the clean run's"),
+    check=SymptomCheck("final_val_loss", "higher"),
     explanation=("A hand-written gradient accumulation loop calls backward() every batch and "
                  "optimizer.step() every k batches, but forgets optimizer.zero_grad() after the "
                  "step. .grad then accumulates over the whole run instead of over k batches: "

@@ -20,9 +20,10 @@ BUG = TrainModeNotRestored(
     id="train_mode_not_restored",
     title="model.train() never called again after the first evaluation",
     category="loop",
-    symptom=("after the first evaluation every training step runs in eval mode: dropout is off and "
-             "BatchNorm uses (frozen) running statistics for the rest of training"),
-    check=SymptomCheck("train_mode_frac", "lower"),
+    symptom=("after the first evaluation every training step runs in eval mode: dropout stops "
+             "regularising and BatchNorm trains on frozen running statistics; where that matters "
+             "the validation loss ends higher"),
+    check=SymptomCheck("final_val_loss", "higher"),
     explanation=("model.eval() is a persistent switch. A validation routine that calls it but "
                  "never calls model.train() afterwards leaves the model in eval mode for every "
                  "later training step: dropout stops regularising and BatchNorm stops using and "

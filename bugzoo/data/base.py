@@ -48,6 +48,7 @@ class DataBundle:
     val: Split
     holdout: Split
     pad_id: int | None = None
+    serve_pad_to: int | None = None  # serving pads every request batch to this fixed width
     vocab_size: int | None = None
     norm_dims: tuple[int, ...] | None = None  # dims to standardise over; None: raw tokens
     info: dict = field(default_factory=dict)
@@ -110,6 +111,24 @@ class Normalization:
 
     def apply(self, split: Split) -> Split:
         return replace(split, x=(split.x - self.mean) / self.std)
+
+
+def f_scores(x: Tensor, y: Tensor, num_classes: int) -> Tensor:
+    """One-way ANOVA F statistic of each feature (column of ``x``) against the labels: the
+    variance between class means over the variance within classes (scikit-learn's
+    ``f_classif``)."""
+    x = x.double()
+    overall = x.mean(0)
+    between = torch.zeros_like(overall)
+    within = torch.zeros_like(overall)
+    for c in range(num_classes):
+        rows = x[y == c]
+        if len(rows):
+            mean = rows.mean(0)
+            between += len(rows) * (mean - overall) ** 2
+            within += ((rows - mean) ** 2).sum(0)
+    present = int((torch.bincount(y, minlength=num_classes) > 0).sum())
+    return (between / max(present - 1, 1)) / (within / max(len(x) - present, 1)).clamp_min(1e-12)
 
 
 def fit_normalization(x: Tensor, reduce_dims: tuple[int, ...]) -> Normalization:

@@ -5,7 +5,9 @@ sentiment word, optionally preceded by a negation that flips it; every phrase ag
 label, so the label depends on content only. Lengths are uniform on [min_len, max_len]
 independently of the label, so batches carry a lot of padding (id 0). ``pad_to`` pads every
 batch to that fixed width (a tokenizer's ``padding="max_length"``) instead of to its longest
-review.
+review. ``serve_pad_to`` declares how serving pads requests (``padding="max_length"`` at that
+width) while training and validation batches stay padded to their longest review; the harness then
+measures the trained model on the validation reviews padded both ways.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ def vocabulary() -> list[str]:
 
 def make_reviews(seed: int = 0, n_train: int = 4000, n_val: int = 1000, n_holdout: int = 1000,
                  min_len: int = 4, max_len: int = 32, negation_rate: float = 0.15,
-                 pad_to: int | None = None) -> DataBundle:
+                 pad_to: int | None = None, serve_pad_to: int | None = None) -> DataBundle:
     g = torch.Generator().manual_seed(seed)
     vocab = vocabulary()
     index = {w: i for i, w in enumerate(vocab)}
@@ -43,7 +45,7 @@ def make_reviews(seed: int = 0, n_train: int = 4000, n_val: int = 1000, n_holdou
     n = n_train + n_val + n_holdout
     y = torch.randint(2, (n,), generator=g)
     lengths = torch.randint(min_len, max_len + 1, (n,), generator=g)
-    x = torch.full((n, max(max_len, pad_to or 0)), PAD_ID, dtype=torch.long)
+    x = torch.full((n, max(max_len, pad_to or 0, serve_pad_to or 0)), PAD_ID, dtype=torch.long)
     for i in range(n):
         length = int(lengths[i])
         row = first_filler + torch.randint(NUM_FILLER, (length,), generator=g)
@@ -72,6 +74,7 @@ def make_reviews(seed: int = 0, n_train: int = 4000, n_val: int = 1000, n_holdou
         val=Split(x[cut1:cut2], y[cut1:cut2], lengths[cut1:cut2], pad_to),
         holdout=Split(x[cut2:], y[cut2:], lengths[cut2:], pad_to),
         pad_id=PAD_ID,
+        serve_pad_to=serve_pad_to,
         vocab_size=len(vocab),
         info={"max_len": max_len},
     )

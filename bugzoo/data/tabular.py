@@ -2,7 +2,8 @@
 
 Each class is a mixture of two Gaussian clusters in a latent space; a random linear map and a
 per-feature scale spanning six orders of magnitude turn it into raw features. Without
-standardisation the large features swamp the small ones.
+standardisation the large features swamp the small ones. ``noise_features`` appends columns of
+pure noise (a wide table where feature selection is part of the pipeline).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from bugzoo.data.base import DataBundle, Split
 
 def make_tabular(seed: int = 0, n_train: int = 4000, n_val: int = 1000, n_holdout: int = 1000,
                  num_classes: int = 6, num_features: int = 16, latent_dim: int = 8,
-                 noise: float = 0.9) -> DataBundle:
+                 noise: float = 0.9, noise_features: int = 0) -> DataBundle:
     g = torch.Generator().manual_seed(seed)
     n = n_train + n_val + n_holdout
     centers = torch.randn(num_classes, 2, latent_dim, generator=g) * 1.6
@@ -25,6 +26,8 @@ def make_tabular(seed: int = 0, n_train: int = 4000, n_val: int = 1000, n_holdou
     scales = 10.0 ** torch.empty(num_features).uniform_(-2, 3, generator=g)
     offsets = torch.randn(num_features, generator=g) * scales * 3
     x = (latent @ mixing) * scales + offsets
+    if noise_features:
+        x = torch.cat([x, torch.randn(n, noise_features, generator=g)], dim=1)
     cut1, cut2 = n_train, n_train + n_val
     return DataBundle(
         name="tabular",
@@ -33,5 +36,5 @@ def make_tabular(seed: int = 0, n_train: int = 4000, n_val: int = 1000, n_holdou
         val=Split(x[cut1:cut2], y[cut1:cut2]),
         holdout=Split(x[cut2:], y[cut2:]),
         norm_dims=(0,),
-        info={"num_features": num_features},
+        info={"num_features": num_features + noise_features},
     )

@@ -139,21 +139,27 @@ def scenario_of(cfg: DictConfig) -> str:
 def build_summary(cfg: DictConfig, bug: Bug | None, *, trace: pd.DataFrame, outcome: str,
                   error: str | None, wall_s: float, detectors: dict[str, DetectorStatus],
                   num_classes: int | None = None, holdout: tuple[float, float] | None = None,
-                  device: str | None = None, world_size: int = 1, backend: str | None = None,
+                  padding: list[dict] | None = None, device: str | None = None, world_size: int = 1, backend: str | None = None,
                   rank_errors: list | None = None,
                   rank_param_divergence: float | None = None) -> dict:
     """Every key of a run's ``summary.json``: the trace metrics, the holdout measurement of a
-    completed run, what ran (scenario, model, bug, seed, ...), how it ended, the ranks of a
+    completed run, its serving check (``padding``: validation loss and accuracy per padding
+    width, the first as trained, the last as served), what ran (scenario, model, bug, seed, ...), how it ended, the ranks of a
     distributed run and each detector's status."""
     summary = summarize(trace, num_classes)
     if outcome == "completed" and holdout is not None:
         holdout_loss, holdout_acc = holdout
         summary.update(holdout_loss=holdout_loss, holdout_acc=holdout_acc,
                        val_holdout_gap=summary["final_val_acc"] - holdout_acc)
+    if outcome == "completed" and padding:
+        as_trained, served = padding[0], padding[-1]
+        summary.update(padding=padding, serve_acc=served["acc"],
+                       serving_gap=as_trained["acc"] - served["acc"])
     summary.update(
         scenario=scenario_of(cfg), model=cfg.model.name, data=cfg.data.name,
         bug=bug.id if bug else None, category=bug.category if bug else None,
-        loud=bug.loud if bug else False, onset=int(cfg.bug.onset) if bug else None,
+        loud=bug.loud if bug else False, latent=bool(bug and cfg.get("latent")),
+        onset=int(cfg.bug.onset) if bug else None,
         seed=int(cfg.seed), steps=int(cfg.harness.steps), outcome=outcome,
         crashed=outcome == "crashed", hung=outcome == "hang", error=error, wall_s=wall_s,
         device=device, torch_version=torch.__version__, world_size=world_size,

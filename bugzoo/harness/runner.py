@@ -16,7 +16,7 @@ from bugzoo.detector import Detector
 from bugzoo.harness import distributed, store
 from bugzoo.harness.record import PartialRun, RunResult, build_summary
 from bugzoo.harness.watch import run_view, watches_for
-from bugzoo.train import Trainer, measure
+from bugzoo.train import Trainer, measure, measure_padding, serving_widths
 
 log = logging.getLogger(__name__)
 
@@ -54,15 +54,25 @@ def execute(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = N
     wall_s = time.perf_counter() - start
     trace = pd.DataFrame(rows)
     built = hasattr(trainer, "data")
-    holdout = (measure(trainer.model, trainer.data.holdout, trainer.device)
-               if outcome == "completed" else None)
+    completed = outcome == "completed"
+    holdout = measure(trainer.model, trainer.data.holdout, trainer.device) if completed else None
+    padding = serving_check(trainer) if completed else None
     summary = build_summary(
         cfg, bug, trace=trace, outcome=outcome, error=error, wall_s=wall_s,
         detectors={w.detector.name: w.status(wall_s) for w in watches},
-        num_classes=trainer.data.num_classes if built else 2, holdout=holdout,
+        num_classes=trainer.data.num_classes if built else 2, holdout=holdout, padding=padding,
         device=str(trainer.device))
     alarms = pd.DataFrame([a for w in watches for a in w.alarms], columns=store.ALARM_COLUMNS)
     return RunResult(resolved(cfg), trace, alarms, summary, trainer=trainer)
+
+
+def serving_check(trainer: Trainer) -> list[dict] | None:
+    """The validation reviews measured as trained and padded as serving pads them, for data that
+    declares a serving width (``serve_pad_to``); None otherwise."""
+    width = trainer.data.serve_pad_to
+    if not width:
+        return None
+    return measure_padding(trainer.model, trainer.data.val, serving_widths(width), trainer.device)
 
 
 def execute_and_store(cfg: DictConfig, root, sweep: str,

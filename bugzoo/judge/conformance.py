@@ -49,6 +49,12 @@ BASE = ("scenario=mlp-clean", f"harness.steps={STEPS}", "harness.eval_interval=1
 # A clean run driven hard (constant lr 30): it gives typical detectors something to alarm on.
 TROUBLED = ("optim.lr=30.0", "optim.schedule=constant")
 BUGGY_SCENARIO = "mlp-double_softmax"  # a real planted bug, for the blindness scan
+# buggy runs whose plant patches a module's forward (the log layer's from step 10); each stays
+# finite for the whole check run, so a detector that turns NaN into a crash (anomaly mode) is
+# judged on what it changes, not on the NaN it exists to stop at
+PATCHED_MODELS = (("scenario=mlp-double_softmax",), ("scenario=mlp-detached_graph",),
+                  ("scenario=mlp-int_cast_in_forward",), ("scenario=mlp-softmax_wrong_dim",),
+                  ("scenario=mlp-planted_log_layer", "bug.onset=10"))
 
 Factory = Callable[[], Detector]
 
@@ -181,8 +187,10 @@ def check_independent_setups(make: Factory) -> None:
 
 
 def check_non_invasive(make: Factory) -> None:
-    """A clean CPU run's trace is bitwise identical with and without the detector."""
-    for extra in ((), TROUBLED):
+    """A CPU run's trace is bitwise identical with and without the detector: a clean run, a
+    troubled one, and buggy runs whose plant patches the model (a detector that copies or
+    probes the model must not train the live one through the patch)."""
+    for extra in ((), TROUBLED, *PATCHED_MODELS):
         detector = _instrument(make(), lambda *a: None)
         watched = _stable(_run(_cfg(*extra), [detector]).trace)
         bare = _baseline(extra)

@@ -1,8 +1,8 @@
 """``bugzoo curves <bug>``: the bug's symptom curves, clean vs buggy, over several seeds.
 
 Each row of the figure is one model the bug applies to; the panels are the training loss, the
-validation accuracy, the gradient norm and one panel chosen by the bug's symptom (memory, lr,
-data time, ...). Lines are the median over seeds, bands span min..max, the dashed line marks the
+validation accuracy, the gradient norm and one panel chosen by the bug's symptom (validation
+loss, memory, data time, or accuracy against serving-time padding width, ...). Lines are the median over seeds, bands span min..max, the dashed line marks the
 onset. Runs are shared with ``bugzoo validate`` (``results/runs/validity``) and reused.
 """
 
@@ -20,19 +20,17 @@ from bugzoo.harness.sweep import sweep, sweep_options, sweep_parser
 from bugzoo.judge.validity import VALIDITY_SEEDS, plan_validity_runs
 from bugzoo.scenarios import list_scenarios
 
+PADDING = "padding"  # the serving check of each run's summary, not a trace column
 # symptom metric -> trace column drawn in the fourth panel
 EXTRA_PANEL = {
-    "rss_growth_mb": "rss_mb", "peak_rss_mb": "rss_mb", "heap_growth_mb": "heap_mb",
-    "final_lr": "lr", "max_lr": "lr", "mean_lr": "lr",
-    "data_time_frac": "data_s", "median_step_s": "step_s", "mean_zero_grad_frac": "zero_grad_frac",
-    "train_mode_frac": "training", "mean_update_ratio": "update_ratio",
+    "final_val_loss": "val_loss", "peak_rss_mb": "rss_mb", "heap_growth_mb": "heap_mb",
+    "data_time_frac": "data_s", "median_step_s": "step_s", "serving_gap": PADDING,
 }
 LABELS = {"loss": "training loss (10-step mean)", "val_acc": "validation accuracy",
-          "grad_norm": "global grad norm", "rss_mb": "process RSS (MiB)",
-          "heap_mb": "live heap (MiB)", "lr": "learning rate",
+          "val_loss": "validation loss", "grad_norm": "global grad norm",
+          "rss_mb": "process RSS (MiB)", "heap_mb": "live heap (MiB)",
           "data_s": "data time per step (s)", "step_s": "step time (s)",
-          "zero_grad_frac": "share of zero gradients", "training": "model.training",
-          "update_ratio": "update / param norm", "param_norm": "parameter norm"}
+          "param_norm": "parameter norm", PADDING: "val accuracy by padding width"}
 COLOURS = {"clean": "#1f77b4", "buggy": "#d62728"}
 
 
@@ -47,6 +45,38 @@ def load_traces(root: Path, sweep_dir: str, scenario: str, seeds: list[int]) -> 
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def load_padding(root: Path, sweep_dir: str, scenario: str, seeds: list[int]) -> pd.DataFrame:
+    """The serving check of each completed run: validation accuracy per padding width."""
+    rows = []
+    for seed in seeds:
+        path = store.run_dir(root, sweep_dir, scenario, seed)
+        if store.is_complete(path):
+            for point in store.read_summary(path).get("padding") or []:
+                width = point["width"]
+                rows.append({"seed": seed, "width": "as trained" if width is None else str(width),
+                             "order": width or 0, "val_acc": point["acc"]})
+    return pd.DataFrame(rows)
+
+
+def draw_padding(ax, padding: tuple[pd.DataFrame, pd.DataFrame]) -> list[pd.DataFrame]:
+    """Accuracy of the same validation reviews as trained and padded wider, clean vs buggy: the
+    median bold, each seed's model a thin line."""
+    data = []
+    for variant, points in zip(("clean", "buggy"), padding, strict=True):
+        if points.empty:
+            continue
+        b = (points.groupby(["order", "width"]).val_acc.agg(["median", "min", "max"])
+             .reset_index().sort_values("order"))
+        x = range(len(b))
+        ax.plot(x, b["median"], color=COLOURS[variant], label=variant, lw=1.8, marker="o", ms=3)
+        for _, seed in points.sort_values("order").groupby("seed"):  # each seed is paired
+            ax.plot(x, seed.val_acc, color=COLOURS[variant], lw=0.7, alpha=0.45)
+        ax.set_xticks(list(x), b.width, fontsize=7)
+        data.append(b.drop(columns="order").assign(variant=variant, quantity=PADDING))
+    ax.set_xlabel("validation batches padded to", fontsize=8)
+    return data
+
+
 def band(traces: pd.DataFrame, column: str) -> pd.DataFrame:
     """Median, min and max over seeds per step (the loss smoothed over 10 steps first)."""
     values = traces[["seed", "step", column]].dropna().astype({column: float})
@@ -57,8 +87,10 @@ def band(traces: pd.DataFrame, column: str) -> pd.DataFrame:
 
 
 def draw(bug_id: str, runs: dict[str, tuple[pd.DataFrame, pd.DataFrame]], onset: dict[str, int],
-         out: Path, command: str) -> pd.DataFrame:
-    """Plot every model's panels; returns the plotted bands (the data behind the figure)."""
+         out: Path, command: str,
+         padding: dict[str, tuple[pd.DataFrame, pd.DataFrame]] | None = None) -> pd.DataFrame:
+    """Plot every model's panels; returns the plotted bands (the data behind the figure).
+    ``padding`` holds each model's serving checks (clean, buggy) for the padding panel."""
     bug = get_bug(bug_id)
     columns = ["loss", "val_acc", "grad_norm", EXTRA_PANEL.get(bug.check.metric, "param_norm")]
     fig = Figure(figsize=(4.2 * len(columns), 2.8 * len(runs) + 0.8))
@@ -67,6 +99,11 @@ def draw(bug_id: str, runs: dict[str, tuple[pd.DataFrame, pd.DataFrame]], onset:
     for row, (model, (clean, buggy)) in enumerate(runs.items()):
         for col, column in enumerate(columns):
             ax = axes[row, col]
+            ax.set_title(f"{model}: {LABELS.get(column, column)}", fontsize=9)
+            ax.tick_params(labelsize=7)
+            if column == PADDING:
+                data += [d.assign(model=model) for d in draw_padding(ax, padding[model])]
+                continue
             for variant, traces in (("clean", clean), ("buggy", buggy)):
                 if traces.empty or column not in traces:
                     continue
@@ -80,9 +117,7 @@ def draw(bug_id: str, runs: dict[str, tuple[pd.DataFrame, pd.DataFrame]], onset:
                 ax.set_yscale("symlog" if column in ("rss_mb", "heap_mb") else "log")
             if onset.get(model):
                 ax.axvline(onset[model], color="k", ls="--", lw=1, label="onset")
-            ax.set_title(f"{model}: {LABELS.get(column, column)}", fontsize=9)
             ax.set_xlabel("step", fontsize=8)
-            ax.tick_params(labelsize=7)
         axes[row, 0].legend(fontsize=7)
     fig.suptitle(f"{bug.id} — {bug.title}  (median and min–max over seeds)", fontsize=11)
     fig.text(0.01, 0.005, f"regenerate: {command}", fontsize=7, color="0.4")
@@ -106,13 +141,15 @@ def curves(bug_id: str, models: list[str] | None, patterns: list[str] | None, se
     # excluded scenarios are drawn too: the picture shows what "does not manifest" looks like
     plan = plan_validity_runs(runs_root, ids, seeds, overrides)
     sweep(plan.tasks, workers, progress=progress)
-    runs, onset = {}, {}
+    runs, onset, padding = {}, {}, {}
     for scenario in plan.buggy:
         buggy = load_traces(runs_root, "buggy", scenario.id, seeds)
         runs[scenario.model] = (load_traces(runs_root, "control", scenario.control, seeds), buggy)
+        padding[scenario.model] = (load_padding(runs_root, "control", scenario.control, seeds),
+                                   load_padding(runs_root, "buggy", scenario.id, seeds))
         summary = store.read_summary(store.run_dir(runs_root, "buggy", scenario.id, seeds[0]))
         onset[scenario.model] = summary.get("onset") or 0
-    data = draw(bug_id, runs, onset, out, command)
+    data = draw(bug_id, runs, onset, out, command, padding)
     data.to_parquet(out / f"{bug_id}.parquet", index=False)
     return out / f"{bug_id}.png"
 

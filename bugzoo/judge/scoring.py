@@ -21,8 +21,8 @@ any stretch, so its J is 0 whatever it does: alarm at step 0 of every run, at st
 or at random. Sorting by J ranks detectors by how well they tell buggy runs from clean ones.
 
 Rates carry exact (Clopper-Pearson) 95% intervals; J, medians and means carry 95% percentile
-bootstrap intervals (buggy and clean runs resampled apart). Loud bugs (crash, hang) are scored
-apart from silent ones.
+bootstrap intervals (buggy and clean runs resampled apart). Loud bugs (crash, hang) and latent
+ones (no outcome symptom in their setting) are scored apart from silent ones.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def run_outcomes(path: Path) -> list[dict]:
             "detector": name, **_identity(name, status), "scenario": summary["scenario"],
             "model": summary.get("model"), "seed": summary["seed"], "bug": summary.get("bug"),
             "category": summary.get("category"), "loud": bool(summary.get("loud")),
-            "clean": clean, "onset": onset, "run_outcome": summary.get("outcome"),
+            "latent": bool(summary.get("latent")), "clean": clean, "onset": onset, "run_outcome": summary.get("outcome"),
             "outcome": outcome, "alarm_step": step,
             "alarm_category": first["category"] if first is not None else None,
             "delay_steps": step - onset if hit else None,
@@ -113,9 +113,15 @@ def outcomes(sweep_dir: Path) -> pd.DataFrame:
 
 
 # ----------------------------------------------------------------------------- suites
+def silent(table: pd.DataFrame) -> pd.DataFrame:
+    """Clean runs and silent buggy runs: loud bugs (a crash, a hang) and latent ones (no
+    outcome symptom in their setting) are scored apart."""
+    return table[~table["loud"] & ~table["latent"]]
+
+
 def false_alarm_rates(table: pd.DataFrame) -> dict[str, float]:
     """Each detector's share of clean runs with an alarm (ties between suite members)."""
-    clean = table[table["clean"] & ~table["loud"]]
+    clean = table[table["clean"]]
     return (clean["outcome"] == "false_alarm").groupby(clean["detector"]).mean().to_dict()
 
 
@@ -285,11 +291,10 @@ def run_overhead(table: pd.DataFrame, overhead: pd.DataFrame | None) -> dict[str
 
 def leaderboard(table: pd.DataFrame, overhead: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per detector and suite over silent-bug and clean runs, best score first."""
-    silent = with_suites(table)
-    silent = silent[~silent["loud"]]
-    paid = run_overhead(silent, overhead)
+    scored = silent(with_suites(table))
+    paid = run_overhead(scored, overhead)
     rows = [{"detector": d, **_identity_columns(g), **_summarize(g),
-             "overhead": paid.get(d, math.nan)} for d, g in silent.groupby("detector")]
+             "overhead": paid.get(d, math.nan)} for d, g in scored.groupby("detector")]
     board = pd.DataFrame(rows)
     if board.empty:
         return board
@@ -297,11 +302,12 @@ def leaderboard(table: pd.DataFrame, overhead: pd.DataFrame | None = None) -> pd
                              na_position="last", ignore_index=True)
 
 
-def loud_board(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per detector over loud-bug runs (crashes and hangs): how many it saw coming."""
-    loud = table[table["loud"] & ~table["clean"]]
+def apart_board(table: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """One row per detector over the runs of ``kind`` bugs, ``loud`` (crashes and hangs: how
+    many it saw coming) or ``latent`` (no outcome symptom here: how many it flagged anyway)."""
+    runs = table[table[kind] & ~table["clean"]]
     rows = []
-    for d, g in loud.groupby("detector"):
+    for d, g in runs.groupby("detector"):
         judged = g[g["outcome"].isin(["hit", "miss"])]
         hits = g[g["outcome"] == "hit"]
         rows.append({"detector": d, "runs": len(g), "early": int((g["outcome"] == "early").sum()),
@@ -313,8 +319,8 @@ def loud_board(table: pd.DataFrame) -> pd.DataFrame:
 def category_board(table: pd.DataFrame) -> pd.DataFrame:
     """One row per (detector or suite, bug category) over silent buggy runs: recall, early
     alarms, diagnosis and delay (the score needs clean runs, which have no category)."""
-    silent = with_suites(table)
-    buggy = silent[~silent["clean"] & ~silent["loud"]]
+    scored = silent(with_suites(table))
+    buggy = scored[~scored["clean"]]
     rows = []
     for (d, c), g in buggy.groupby(["detector", "category"]):
         hits = g[g["outcome"] == "hit"]
@@ -371,11 +377,11 @@ MAIN_KEYS = ["detector", "role", "score", "recall", "false_alarm_rate",
              "median_delay_steps_midrun", "overhead", "precision"]
 CATEGORY_KEYS = ["detector", "category", "runs", "recall", "early", "diagnosis_accuracy",
                  "median_delay_steps"]
-LOUD_KEYS = ["detector", "runs", "recall", "early", "median_delay_steps"]
+APART_KEYS = ["detector", "runs", "recall", "early", "median_delay_steps"]
 
 
-def render(board: pd.DataFrame, loud: pd.DataFrame, categories: pd.DataFrame, command: str,
-           versions: str) -> str:
+def render(board: pd.DataFrame, loud: pd.DataFrame, latent: pd.DataFrame,
+           categories: pd.DataFrame, command: str, versions: str) -> str:
     mix = (f"{int(board['buggy_runs'].max())} silent buggy runs and "
            f"{int(board['clean_runs'].max())} clean runs" if len(board) else "no runs")
     sources = (markdown_table(board[["detector", "role", "source"]].sort_values("detector"),
@@ -383,7 +389,7 @@ def render(board: pd.DataFrame, loud: pd.DataFrame, categories: pd.DataFrame, co
     parts = [
         "# Detector leaderboard", "",
         f"Regenerate with `{command}`. Runs made with {versions}. Silent bugs and clean runs "
-        f"({mix}); loud bugs apart.", "",
+        f"({mix}); loud and latent bugs apart.", "",
         "**score** = recall - matched false-alarm rate (Youden's J), best first. **recall**: "
         "hits / (hits + misses) over buggy runs where the detector was still quiet when the "
         "bug began. **false_alarm_rate**: clean runs with any alarm. "
@@ -402,7 +408,9 @@ def render(board: pd.DataFrame, loud: pd.DataFrame, categories: pd.DataFrame, co
         markdown_table(board, MAIN_KEYS) if len(board) else "_no silent-bug runs_", "",
         "## Detectors", "", sources, "",
         "## Loud bugs (crash or hang)", "",
-        markdown_table(loud, LOUD_KEYS) if len(loud) else "_no loud-bug runs_", "",
+        markdown_table(loud, APART_KEYS) if len(loud) else "_no loud-bug runs_", "",
+        "## Latent bugs (no outcome symptom in their setting)", "",
+        markdown_table(latent, APART_KEYS) if len(latent) else "_no latent-bug runs_", "",
         "## Per bug category", "",
         markdown_table(categories, CATEGORY_KEYS) if len(categories) else "_no buggy runs_", "",
     ]
@@ -420,18 +428,20 @@ def score_sweep(sweep_dir: Path, publish: Path | None = None,
     sweep_dir = Path(sweep_dir)
     table = outcomes(sweep_dir)
     board = leaderboard(table, read_overhead(sweep_dir))
-    loud, categories = loud_board(table), category_board(table)
+    loud, latent = apart_board(table, "loud"), apart_board(table, "latent")
+    categories = category_board(table)
     command = command or f"bugzoo score {sweep_dir}"
     if made_by := store.read_sweep_command(sweep_dir):
         command = f"{made_by}` then `{command}"
     made_with = store.read_sweep_versions(sweep_dir)
-    text = render(board, loud, categories, command,
+    text = render(board, loud, latent, categories, command,
                   f"{made_with or 'unrecorded versions'} (scored with {versions()})")
     for folder in [sweep_dir, *([Path(publish)] if publish else [])]:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "leaderboard.md").write_text(text)
         board.to_csv(folder / "leaderboard.csv", index=False)
         loud.to_csv(folder / "leaderboard_loud.csv", index=False)
+        latent.to_csv(folder / "leaderboard_latent.csv", index=False)
         categories.to_csv(folder / "leaderboard_categories.csv", index=False)
         bug_board(table).to_csv(folder / "leaderboard_bugs.csv", index=False)
     table.to_csv(sweep_dir / "outcomes.csv", index=False)

@@ -48,11 +48,13 @@ a tiny problem, a loss reduction that does not match the gradient scale; then th
 
 ANSWERS = {
     "nan-hunt": """\
-The autograd anomaly detector names the producer: at step 50 (the onset) 'LogBackward0
-produced NaN in backward', and its stack trace ends at the torch.log(...) call inside the
-second layer's forward. The forward isfinite/NaN hooks stay quiet when every forward value is
-finite and only the backward breaks (the derivative of log at 0); in float32 the same bug makes
-no NaN at all but a gradient explosion from step 50 (see 'bugzoo show planted_log_layer').
+Two alarms at step 50 (the onset) point at the producer. The forward isfinite hooks name the
+layer: the first non-finite output comes from 'backbone.3', the second Linear, whose inputs
+were finite (in half precision 1e-9 rounds to 0, so the log of the smallest value is -inf).
+The autograd anomaly detector names the operation: 'LogBackward0 produced NaN in backward', its
+stack trace ending at the torch.log(...) call in that layer's forward. Anomaly mode turns the
+NaN into an exception, so the run stops there. In float32 the same bug makes no NaN at all but
+a gradient explosion from step 50 (see 'bugzoo show planted_log_layer').
 Fix: bound the input, e.g. torch.log(F.relu(x) + 1e-3), or drop the transform.""",
     "overfit-batch": """\
 Clean models reach a loss below 0.05 on the single batch within a few dozen steps.
