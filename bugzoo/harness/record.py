@@ -139,13 +139,14 @@ def scenario_of(cfg: DictConfig) -> str:
 def build_summary(cfg: DictConfig, bug: Bug | None, *, trace: pd.DataFrame, outcome: str,
                   error: str | None, wall_s: float, detectors: dict[str, DetectorStatus],
                   num_classes: int | None = None, holdout: tuple[float, float] | None = None,
-                  padding: list[dict] | None = None, device: str | None = None, world_size: int = 1, backend: str | None = None,
+                  padding: list[dict] | None = None, device: str | None = None,
+                  world_size: int = 1, backend: str | None = None,
                   rank_errors: list | None = None,
                   rank_param_divergence: float | None = None) -> dict:
     """Every key of a run's ``summary.json``: the trace metrics, the holdout measurement of a
     completed run, its serving check (``padding``: validation loss and accuracy per padding
-    width, the first as trained, the last as served), what ran (scenario, model, bug, seed, ...), how it ended, the ranks of a
-    distributed run and each detector's status."""
+    width, the first as trained, the last as served), what ran (scenario, model, bug, seed,
+    ...), how it ended, the ranks of a distributed run and each detector's status."""
     summary = summarize(trace, num_classes)
     if outcome == "completed" and holdout is not None:
         holdout_loss, holdout_acc = holdout

@@ -2,8 +2,8 @@
 
 Each row of the figure is one model the bug applies to; the panels are the training loss, the
 validation accuracy, the gradient norm and one panel chosen by the bug's symptom (validation
-loss, memory, data time, or accuracy against serving-time padding width, ...). Lines are the median over seeds, bands span min..max, the dashed line marks the
-onset. Runs are shared with ``bugzoo validate`` (``results/runs/validity``) and reused.
+loss, memory, data time, or accuracy against serving-time padding width, ...). Lines are the
+median over seeds, bands span min..max, the dashed line marks the onset. Runs are shared with ``bugzoo validate`` (``results/runs/validity``) and reused.
 """
 
 from __future__ import annotations
