@@ -97,6 +97,11 @@ class Detector:
     # True when watching can change how the run goes (e.g. turn a NaN into an exception): the
     # harness then gives the detector a run of its own, so it cannot cut other detectors short
     exclusive: bool = False
+    # True when the detector reads nothing but the Observations handed to ``observe`` and the
+    # RunView's plain facts (``num_classes``, ``steps``, ``model_name``, ``dataset``): no
+    # hooks, model, optimizer, loaders or wall clock. Such a detector gives the same alarms on
+    # a stored trace as on the live run, so it can be scored without retraining.
+    observation_only: bool = False
 
     @staticmethod
     def available() -> str | None:

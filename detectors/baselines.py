@@ -18,6 +18,7 @@ class AlwaysAlarm(Detector):
     """Baseline: one alarm at step 0 of every run."""
 
     role = "baseline"
+    observation_only = True
 
     def observe(self, obs: Observation) -> list[Alarm]:
         if obs.step == 0:
@@ -29,6 +30,7 @@ class NeverAlarm(Detector):
     """Baseline: never alarms."""
 
     role = "baseline"
+    observation_only = True
 
     def observe(self, obs: Observation) -> list[Alarm]:
         return []

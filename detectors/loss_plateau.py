@@ -15,6 +15,8 @@ class LossPlateau(Detector):
     raised once). The window shrinks to a quarter of the run for short runs.
     """
 
+    observation_only = True
+
     def __init__(self, window: int = 50, smoothing: float = 0.9,
                  min_rel_improvement: float = 0.01, high_frac: float = 0.5):
         self.window = window

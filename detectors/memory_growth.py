@@ -15,6 +15,8 @@ class MemoryGrowth(Detector):
     alarm.
     """
 
+    observation_only = True
+
     def __init__(self, warmup: int = 20, window: int = 50, total_mb: float = 48.0,
                  window_mb: float = 16.0):
         self.warmup, self.window = warmup, window

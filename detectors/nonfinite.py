@@ -13,6 +13,8 @@ class NonFiniteSentinel(Detector):
     gradient element is; stays silent afterwards (the first alarm is the one that counts).
     """
 
+    observation_only = True
+
     def setup(self, run: RunView) -> None:
         super().setup(run)
         self.fired = False

@@ -19,6 +19,8 @@ class UpdateRatio(Detector):
     decaying schedule do not count. Category ``optim``.
     """
 
+    observation_only = True
+
     def __init__(self, low: float = 1e-4, high: float = 1e-1, window: int = 10,
                  lr_share: float = 0.2):
         self.low, self.high, self.window, self.lr_share = low, high, window, lr_share
