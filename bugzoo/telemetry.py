@@ -11,6 +11,7 @@ import os
 import resource
 from dataclasses import dataclass, field
 
+import pandas as pd
 import torch
 from torch import nn
 
@@ -65,10 +66,25 @@ class Observation:
     layer_grad_norms: dict[str, float] = field(default_factory=dict)
 
     def row(self) -> dict:
-        """The trace row: every scalar field (per-layer norms stay in the Observation)."""
-        row = dict(vars(self))  # shallow: every value but the dropped one is a scalar
-        del row["layer_grad_norms"]
+        """Every field, as the run keeps it: the scalars (a trace row) and a copy of the
+        per-layer norms (split off by :func:`trace_tables`)."""
+        row = dict(vars(self))
+        row[LAYERS] = dict(self.layer_grad_norms)
         return row
+
+
+LAYERS = "layer_grad_norms"  # the row key (and the store's file stem) of the per-layer norms
+LAYER_COLUMNS = ["step", "layer", "grad_norm"]
+
+
+def trace_tables(rows: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The trace (one row per step, every scalar field) and the per-layer gradient norms (one
+    row per step and parameter, in ``named_parameters()`` order) of rows made by
+    :meth:`Observation.row`."""
+    trace = pd.DataFrame([{k: v for k, v in r.items() if k != LAYERS} for r in rows])
+    layers = pd.DataFrame([(r["step"], name, norm) for r in rows
+                           for name, norm in r.get(LAYERS, {}).items()], columns=LAYER_COLUMNS)
+    return trace, layers.astype({"step": "int64", "layer": "str", "grad_norm": "float64"})
 
 
 # Columns that measure time or memory: they legitimately differ between identical runs.

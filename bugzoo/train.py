@@ -25,7 +25,7 @@ from bugzoo.bugs.base import Bug, Clock
 from bugzoo.data import Batch, BatchLoader, DataBundle, load_dataset
 from bugzoo.data.base import Normalization, f_scores, fit_normalization, forever
 from bugzoo.models import build_model
-from bugzoo.telemetry import Observation, Telemetry
+from bugzoo.telemetry import Observation, Telemetry, trace_tables
 
 Observer = Callable[[Observation], None]
 
@@ -344,7 +344,7 @@ class Trainer:
             rows.append(obs.row())
             for observe in observers:
                 observe(obs)
-        return pd.DataFrame(rows)
+        return trace_tables(rows)[0]
 
     def cuda_mb(self) -> float:
         if self.device.type != "cuda":

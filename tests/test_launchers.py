@@ -62,7 +62,8 @@ def check_store_layout(sweeps: dict[str, Path]) -> None:
         assert set(runs(sweep_dir)) == expected, name
         for path in runs(sweep_dir).values():
             assert {f.name for f in path.iterdir()} == {
-                "config.yaml", "trace.parquet", "alarms.parquet", "summary.json"}
+                "config.yaml", "trace.parquet", "layer_grad_norms.parquet", "alarms.parquet",
+                "summary.json"}
             config = yaml.safe_load((path / "config.yaml").read_text())
             assert config["harness"]["sweep"] == name
             assert config["harness"]["threads"] == 1  # one torch thread per job

@@ -43,6 +43,7 @@ from bugzoo.detector import Detector
 from bugzoo.harness import store
 from bugzoo.harness.record import DetectorStatus, RunResult, build_summary
 from bugzoo.harness.watch import run_view, watches_for
+from bugzoo.telemetry import trace_tables
 from bugzoo.train import Trainer, measure
 
 log = logging.getLogger(__name__)
@@ -146,6 +147,7 @@ def rank_main(run_dir: Path, rank: int) -> int:
         result.update(
             rows=rows, wall_s=wall_s,
             num_classes=trainer.data.num_classes if hasattr(trainer, "data") else 2,
+            dataset=trainer.data.name if hasattr(trainer, "data") else None,
             device=str(trainer.device),
             alarms=[a for w in watches for a in w.alarms],
             detectors={w.detector.name: w.status(wall_s) for w in watches})
@@ -257,14 +259,14 @@ def execute_distributed(cfg: DictConfig, detectors: list[Detector] = (), bug: Bu
         first_error = f"run passed harness.timeout_s={cfg.harness.timeout_s}; ranks killed"
     statuses = lead.get("detectors") or {d.name: DetectorStatus(error="rank 0 gave no result")
                                          for d in detectors}
-    trace = pd.DataFrame(lead.get("rows", []))
+    trace, layers = trace_tables(lead.get("rows", []))
     summary = build_summary(
         cfg, bug, trace=trace, outcome=outcome, error=first_error, wall_s=wall_s,
-        detectors=statuses, num_classes=lead.get("num_classes", 2),
+        detectors=statuses, num_classes=lead.get("num_classes", 2), dataset=lead.get("dataset"),
         holdout=lead.get("holdout"), device=lead.get("device", "cpu"), world_size=world_size,
         backend=backend, rank_errors=errors, rank_param_divergence=_divergence(params))
     alarms = pd.DataFrame(lead.get("alarms", []), columns=store.ALARM_COLUMNS)
-    return RunResult(resolved(cfg), trace, alarms, summary)
+    return RunResult(resolved(cfg), trace, alarms, summary, layers)
 
 
 if __name__ == "__main__":

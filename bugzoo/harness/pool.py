@@ -38,6 +38,7 @@ from bugzoo.harness import store
 from bugzoo.harness.record import DetectorStatus, PartialRun, build_summary
 from bugzoo.harness.runner import execute
 from bugzoo.scenarios import get_scenario
+from bugzoo.telemetry import trace_tables
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +127,8 @@ def run_task(task: RunTask) -> dict:
             result = execute(cfg, detectors, partial=partial)
     finally:
         watchdog.cancel()
-    store.write_run(task.path, result.config, result.trace, result.alarms, result.summary)
+    store.write_run(task.path, result.config, result.trace, result.alarms, result.summary,
+                    result.layers)
     return status(task, result.summary)
 
 
@@ -142,14 +144,14 @@ def record_failure(task: RunTask, outcome: str, error: str, wall_s: float,
     cfg = task.compose()
     bug = get_bug(cfg.bug.id) if cfg.get("bug") else None
     partial = partial or PartialRun()
-    trace = pd.DataFrame(list(partial.rows))
+    trace, layers = trace_tables(list(partial.rows))
     statuses = {n: DetectorStatus() for n in task.detectors}
     statuses.update({w.detector.name: w.status(wall_s) for w in partial.watches})
     summary = build_summary(cfg, bug, trace=trace, outcome=outcome, error=error,
                             wall_s=wall_s, detectors=statuses)
     alarms = pd.DataFrame([a for w in partial.watches for a in list(w.alarms)],
                           columns=store.ALARM_COLUMNS)
-    store.write_run(task.path, resolved(cfg), trace, alarms, summary)
+    store.write_run(task.path, resolved(cfg), trace, alarms, summary, layers)
     return status(task, summary)
 
 

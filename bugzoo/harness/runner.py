@@ -16,6 +16,7 @@ from bugzoo.detector import Detector
 from bugzoo.harness import distributed, store
 from bugzoo.harness.record import PartialRun, RunResult, build_summary
 from bugzoo.harness.watch import run_view, watches_for
+from bugzoo.telemetry import trace_tables
 from bugzoo.train import Trainer, measure, measure_padding, serving_widths
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ def execute(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = N
         for w in watches:
             w.call("teardown")
     wall_s = time.perf_counter() - start
-    trace = pd.DataFrame(rows)
+    trace, layers = trace_tables(rows)
     built = hasattr(trainer, "data")
     completed = outcome == "completed"
     holdout = measure(trainer.model, trainer.data.holdout, trainer.device) if completed else None
@@ -60,10 +61,11 @@ def execute(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = N
     summary = build_summary(
         cfg, bug, trace=trace, outcome=outcome, error=error, wall_s=wall_s,
         detectors={w.detector.name: w.status(wall_s) for w in watches},
-        num_classes=trainer.data.num_classes if built else 2, holdout=holdout, padding=padding,
+        num_classes=trainer.data.num_classes if built else 2,
+        dataset=trainer.data.name if built else None, holdout=holdout, padding=padding,
         device=str(trainer.device))
     alarms = pd.DataFrame([a for w in watches for a in w.alarms], columns=store.ALARM_COLUMNS)
-    return RunResult(resolved(cfg), trace, alarms, summary, trainer=trainer)
+    return RunResult(resolved(cfg), trace, alarms, summary, layers, trainer=trainer)
 
 
 def serving_check(trainer: Trainer) -> list[dict] | None:
@@ -79,5 +81,6 @@ def execute_and_store(cfg: DictConfig, root, sweep: str,
                       detectors: list[Detector] = ()) -> tuple[RunResult, str]:
     result = execute(cfg, detectors)
     path = store.run_dir(root, sweep, result.summary["scenario"], int(cfg.seed))
-    store.write_run(path, result.config, result.trace, result.alarms, result.summary)
+    store.write_run(path, result.config, result.trace, result.alarms, result.summary,
+                    result.layers)
     return result, str(path)

@@ -1,7 +1,9 @@
 """The results store: one folder per run, written atomically.
 
 Layout: ``<root>/<sweep>/<scenario>/seed<k>/`` holding ``config.yaml``, ``trace.parquet``,
-``alarms.parquet`` and ``summary.json``. A run folder is first written under a temporary name
+``layer_grad_norms.parquet`` (each step's per-layer gradient norms, the one Observation field
+the trace leaves out; runs stored before it have none), ``alarms.parquet`` and
+``summary.json``. A run folder is first written under a temporary name
 and then renamed, so a reader (or a resumed sweep) sees either a complete run or none.
 """
 
@@ -19,8 +21,10 @@ import yaml
 
 from bugzoo import versions
 from bugzoo.errors import UsageError
+from bugzoo.telemetry import LAYER_COLUMNS, LAYERS
 
 ALARM_COLUMNS = ["detector", "step", "symptom", "category", "message"]
+LAYERS_FILE = f"{LAYERS}.parquet"
 
 
 def run_dir(root: Path, sweep: str, scenario: str, seed: int) -> Path:
@@ -51,14 +55,17 @@ def _clean(value):
 
 
 def write_run(final: Path, config: dict, trace: pd.DataFrame, alarms: pd.DataFrame,
-              summary: dict) -> Path:
-    """Write one run's files into a temporary sibling folder, then rename it into place."""
+              summary: dict, layers: pd.DataFrame | None = None) -> Path:
+    """Write one run's files into a temporary sibling folder, then rename it into place
+    (``layers``: the per-layer gradient norms, ``telemetry.LAYER_COLUMNS``; none: empty)."""
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.tmp-"))
     try:
         (tmp / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
         trace.to_parquet(tmp / "trace.parquet", index=False)
+        layers = pd.DataFrame(columns=LAYER_COLUMNS) if layers is None else layers
+        layers.reindex(columns=LAYER_COLUMNS).to_parquet(tmp / LAYERS_FILE, index=False)
         alarms.reindex(columns=ALARM_COLUMNS).to_parquet(tmp / "alarms.parquet", index=False)
         (tmp / "summary.json").write_text(json.dumps(_clean(summary), indent=2))
         for f in tmp.iterdir():
@@ -87,6 +94,12 @@ def read_summary(path: Path) -> dict:
 
 def read_trace(path: Path) -> pd.DataFrame:
     return pd.read_parquet(Path(path) / "trace.parquet")
+
+
+def read_layers(path: Path) -> pd.DataFrame | None:
+    """A run's per-layer gradient norms, or None for a run stored before they were kept."""
+    file = Path(path) / LAYERS_FILE
+    return pd.read_parquet(file) if file.is_file() else None
 
 
 def read_alarms(path: Path) -> pd.DataFrame:
