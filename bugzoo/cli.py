@@ -15,6 +15,7 @@ import sys
 
 from bugzoo import versions
 from bugzoo.errors import UsageError, unknown_choice
+from bugzoo.paths import include
 
 SIGPIPE_STATUS = 128 + signal.SIGPIPE  # a process that a closed pipe ended (141)
 
@@ -40,7 +41,9 @@ VERBS: dict[str, tuple[str, str]] = {
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bugzoo", description="A benchmark suite of planted PyTorch training bugs.",
-        epilog="bugzoo --version prints the versions of bugzoo and torch.")
+        epilog="bugzoo --version prints the versions of bugzoo and torch. Every verb takes "
+        "--include DIR (repeatable): scenario files from an outside folder, as "
+        "BUGZOO_SCENARIO_PATH adds them.")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     for verb, (_, help_text) in VERBS.items():
         sub.add_parser(verb, help=help_text, add_help=False)
@@ -87,6 +90,7 @@ def _dispatch(argv: list[str]) -> int:
         return 2
     module, func = VERBS[verb][0].split(":")
     try:
+        rest = _take_includes(rest)
         return int(getattr(importlib.import_module(module), func)(rest) or 0)
     except UsageError as e:
         print(f"bugzoo {verb}: error: {e}", file=sys.stderr)
@@ -94,6 +98,25 @@ def _dispatch(argv: list[str]) -> int:
     except KeyboardInterrupt:
         print(f"bugzoo {verb}: interrupted", file=sys.stderr)
         return 130
+
+
+def _take_includes(argv: list[str]) -> list[str]:
+    """``argv`` without its ``--include DIR`` / ``--include=DIR`` options, whose folders join
+    the scenario path (for this process and every process it starts)."""
+    kept, folders = [], []
+    args = iter(argv)
+    for arg in args:
+        if arg == "--include":
+            folder = next(args, None)
+            if folder is None:
+                raise UsageError("--include needs a folder of scenario files")
+            folders.append(folder)
+        elif arg.startswith("--include="):
+            folders.append(arg.split("=", 1)[1])
+        else:
+            kept.append(arg)
+    include(folders)
+    return kept
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
 """Hydra composition: conf/ building blocks plus scenarios/ registered as the ``scenario`` group.
 
-Scenarios (:mod:`bugzoo.scenarios`) go into Hydra's ConfigStore (group ``scenario``, package
-``_global_``) instead of onto the search path, because a search-path group breaks
-``-m 'scenario=glob(*)'`` in hydra-core 1.3 (Hydra issue #1942).
+Scenarios (:mod:`bugzoo.scenarios`, the built-in folder and any included one) go into Hydra's
+ConfigStore (group ``scenario``, package ``_global_``) instead of onto the search path, because
+a search-path group breaks ``-m 'scenario=glob(*)'`` in hydra-core 1.3 (Hydra issue #1942).
+Plug-in bugs have no ``conf/bug/<id>.yaml``: their node goes into the ConfigStore as
+``bug/<namespace>/<name>``, so ``bug=mylab/label_noise`` and ``override /bug: mylab/label_noise``
+select it as a file would.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 
-from bugzoo.bugs import check_applies, get_bug
+from bugzoo.bugs import bug_config, bug_ids, check_applies, get_bug, plugins
 from bugzoo.errors import UsageError, unknown_choice
 from bugzoo.paths import CONF_DIR
 from bugzoo.scenarios import get_scenario, list_scenarios, missing_cuda
@@ -39,10 +42,19 @@ def register_scenarios(names: list[str] | None = None) -> None:
         store.store(group="scenario", name=scenario.id, node=scenario.node, package="_global_")
 
 
+def register_bugs() -> None:
+    """Put every plug-in bug's node into Hydra's ConfigStore (group ``bug/<namespace>``)."""
+    store = ConfigStore.instance()
+    store.repo.pop("bug", None)  # the built-ins are files; only plug-ins live here
+    for bug_id in plugins():
+        namespace, name = bug_id.split("/")
+        store.store(group=f"bug/{namespace}", name=name, node=bug_config(bug_id), package="bug")
+
+
 def validate_overrides(overrides: list[str]) -> None:
     """Check group choices before Hydra sees them, so mistakes get a "did you mean"."""
     choices = {"model": group_choices("model"), "data": group_choices("data"),
-               "bug": group_choices("bug"), "harness": group_choices("harness"),
+               "bug": bug_ids(), "harness": group_choices("harness"),
                "optim": group_choices("optim"), "scenario": [s.id for s in list_scenarios()]}
     for item in overrides:
         key, sep, value = item.partition("=")
@@ -62,6 +74,7 @@ def compose_run(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
     """Compose the run config from conf/, scenarios/ and command-line style overrides."""
     overrides = list(overrides)
     validate_overrides(overrides)
+    register_bugs()
     register_scenarios([v for k, _, v in (o.partition("=") for o in overrides)
                         if k.lstrip("+") == "scenario"])
     GlobalHydra.instance().clear()

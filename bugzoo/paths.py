@@ -3,6 +3,10 @@
 In a source checkout (an editable install) they are the top-level folders beside ``bugzoo/``;
 a wheel ships them inside the package as ``bugzoo/_data/conf`` and ``bugzoo/_data/scenarios``
 (``pyproject.toml`` maps them there). ``BUGZOO_ROOT`` points at another root holding both.
+
+Scenario folders from outside come after the built-in one: ``BUGZOO_SCENARIO_PATH`` (folders
+separated by ``os.pathsep``), which ``--include DIR`` on any verb extends, so every process the
+verb starts (sweep workers, ranks, Hydra jobs) reads the same scenarios.
 """
 
 from __future__ import annotations
@@ -10,7 +14,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from bugzoo.errors import UsageError
+
 PACKAGE = Path(__file__).resolve().parent
+SCENARIO_PATH_ENV = "BUGZOO_SCENARIO_PATH"
 
 
 def _root() -> Path:
@@ -25,3 +32,25 @@ def _root() -> Path:
 ROOT = _root()
 CONF_DIR = ROOT / "conf"
 SCENARIO_DIR = ROOT / "scenarios"
+
+
+def included_folders() -> tuple[Path, ...]:
+    """The outside scenario folders on ``BUGZOO_SCENARIO_PATH``, in order, without repeats."""
+    parts = os.environ.get(SCENARIO_PATH_ENV, "").split(os.pathsep)
+    folders = tuple(dict.fromkeys(Path(p).resolve() for p in parts if p))
+    for folder in folders:
+        if not folder.is_dir():
+            raise UsageError(f"{SCENARIO_PATH_ENV} names {folder}, which is not a folder")
+    return folders
+
+
+def include(folders: list[str]) -> None:
+    """Add ``folders`` to ``BUGZOO_SCENARIO_PATH`` (``--include DIR``); a path that is not a
+    folder is refused, naming it."""
+    if not folders:
+        return
+    for folder in folders:
+        if not Path(folder).is_dir():
+            raise UsageError(f"--include {folder}: not a folder")
+    os.environ[SCENARIO_PATH_ENV] = os.pathsep.join(
+        [str(p) for p in included_folders()] + [str(Path(f).resolve()) for f in folders])

@@ -30,9 +30,9 @@ from typing import Any
 import yaml
 from omegaconf import OmegaConf
 
-from bugzoo.bugs import get_bug
+from bugzoo.bugs import bug_config, flat_id, get_bug
 from bugzoo.errors import UsageError, choices_text, unknown_choice
-from bugzoo.paths import CONF_DIR, SCENARIO_DIR
+from bugzoo.paths import CONF_DIR, SCENARIO_DIR, included_folders
 
 # keys of a scenario file that describe the scenario instead of setting how the run trains
 DESCRIPTIVE_KEYS = ("scenario", "description", "excluded", "latent", "defaults", "bug")
@@ -76,8 +76,7 @@ class Scenario:
         (which may point at a setting, as ``frozen_layers`` does at the unfreeze step)."""
         if self.bug is None:
             return None
-        onset = self.bug_config.get("onset", _load_yaml(CONF_DIR / "bug" / f"{self.bug}.yaml")
-                                    .get("onset", 0))
+        onset = self.bug_config.get("onset", bug_config(self.bug).get("onset", 0))
         if isinstance(onset, str):  # an interpolation into the run settings
             chosen = self.settings.get("defaults", {})
             groups = {g: _load_yaml(CONF_DIR / g / f"{chosen.get(g) or _default_choice(g)}.yaml")
@@ -130,8 +129,20 @@ def uses_cuda(device: str) -> bool:
     return torch.cuda.is_available()
 
 
-def _fail(path: Path, problem: str) -> UsageError:
-    return UsageError(f"malformed scenario file {path}: {problem}")
+def _fail(path: Path, problem: str, key: str | None = None) -> UsageError:
+    """A malformed file: its path, the line of its top-level ``key`` (else line 1), what is
+    wrong."""
+    return UsageError(f"malformed scenario file {path} line {_line_of(path, key)}: {problem}")
+
+
+def _line_of(path: Path, key: str | None) -> int:
+    """The line of a top-level key of a scenario file that parses (1 when it is not there)."""
+    node = yaml.compose(path.read_text())
+    if key and isinstance(node, yaml.MappingNode):
+        for name, _ in node.value:
+            if name.value == key:
+                return name.start_mark.line + 1
+    return 1
 
 
 def _parse(path: Path) -> dict:
@@ -144,7 +155,7 @@ def _parse(path: Path) -> dict:
         problem = getattr(e, "problem", None) or str(e).strip().splitlines()[0]
         raise UsageError(f"malformed scenario file {path}{where}: {problem}") from None
     if not isinstance(node, dict) or node.get("scenario") != path.stem:
-        raise _fail(path, f"it must be a mapping with 'scenario: {path.stem}'")
+        raise _fail(path, f"it must be a mapping with 'scenario: {path.stem}'", "scenario")
     return node
 
 
@@ -152,11 +163,13 @@ def _choices(path: Path, node: dict) -> dict[str, str]:
     """The config-group choices of a file's ``defaults:`` list (``override /model: mlp``)."""
     entries = node.get("defaults") or []
     if not isinstance(entries, list):
-        raise _fail(path, "'defaults' must be a list of 'override /<group>: <choice>' entries")
+        raise _fail(path, "'defaults' must be a list of 'override /<group>: <choice>' entries",
+                    "defaults")
     chosen = {}
     for entry in entries:
         if not isinstance(entry, dict) or len(entry) != 1:
-            raise _fail(path, f"defaults entry {entry!r} is not 'override /<group>: <choice>'")
+            raise _fail(path, f"defaults entry {entry!r} is not 'override /<group>: <choice>'",
+                        "defaults")
         (key, value), = entry.items()
         chosen[key.split("/")[-1].strip()] = value
     return chosen
@@ -181,13 +194,13 @@ def load_scenario(path: Path) -> Scenario:
     bug = chosen.pop("bug", None)
     bug_config = node.get("bug") or {}
     if not isinstance(bug_config, dict):
-        raise _fail(path, "'bug' must be a mapping (onset, params)")
+        raise _fail(path, "'bug' must be a mapping (onset, params)", "bug")
     settings = {k: v for k, v in node.items() if k not in DESCRIPTIVE_KEYS}
     if chosen:
         settings["defaults"] = chosen
     excluded, latent = node.get("excluded"), node.get("latent")
     if latent and not bug:
-        raise _fail(path, "only a buggy scenario can be 'latent'")
+        raise _fail(path, "only a buggy scenario can be 'latent'", "latent")
     return Scenario(id=path.stem, model=model, bug=bug, settings=settings,
                     bug_config=bug_config, excluded=str(excluded) if excluded else None,
                     latent=str(latent) if latent else None,
@@ -209,16 +222,37 @@ def settings_key(scenario: Scenario) -> tuple:
     return scenario.model, _frozen(scenario.settings)
 
 
-@cache
+def scenario_id(model: str, bug: str | None) -> str:
+    """The id of a run composed without a scenario: ``<model>-<bug>`` (a plug-in bug's
+    ``namespace/name`` as ``namespace--name``) or ``<model>-clean``."""
+    return f"{model}-{flat_id(bug) if bug else 'clean'}"
+
+
 def registry() -> dict[str, Scenario]:
-    """Every scenario by id, sorted, each buggy one with its control filled in."""
-    found = {p.stem: load_scenario(p) for p in sorted(SCENARIO_DIR.glob("*.yaml"))}
+    """Every scenario by id, sorted, each buggy one with its control filled in: the built-in
+    folder's and those of the folders on ``BUGZOO_SCENARIO_PATH`` (``--include DIR``)."""
+    return _registry_of((SCENARIO_DIR, *included_folders()))
+
+
+@cache
+def _registry_of(folders: tuple[Path, ...]) -> dict[str, Scenario]:
+    paths: dict[str, Path] = {}
+    for folder in folders:
+        for path in sorted(folder.glob("*.yaml")):
+            if paths.get(path.stem, path).resolve() != path.resolve():
+                raise UsageError(f"duplicate scenario id '{path.stem}': {paths[path.stem]} "
+                                 f"and {path}")
+            paths[path.stem] = path
+    found = {sid: load_scenario(p) for sid, p in sorted(paths.items())}
     controls: dict[tuple, str] = {}
     for s in found.values():  # ids sorted: `mlp-clean` comes before `mlp-clean-<variant>`
         if s.clean:
             controls.setdefault(settings_key(s), s.id)
     return {sid: s if s.clean else replace(s, control=controls.get(settings_key(s)))
             for sid, s in found.items()}
+
+
+registry.cache_clear = _registry_of.cache_clear  # what a caller that edits a folder resets
 
 
 def default_scenario(model: str) -> Scenario:

@@ -63,7 +63,7 @@ def test_the_cli_only_names_the_verbs():
 
     tree = ast.parse((PACKAGE / "cli.py").read_text())
     assert {name for name, _ in imported(tree) if name.startswith("bugzoo")} == {
-        "bugzoo", "bugzoo.errors"}
+        "bugzoo", "bugzoo.errors", "bugzoo.paths"}
     for target, _ in VERBS.values():  # each verb lives in the layer its folder names
         assert layer(target.split(":")[0]) in RANK
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 import re
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ OUTCOMES = ("final_val_loss", "final_val_acc", "best_val_acc", "final_loss", "in
             "val_holdout_gap", "serving_gap", "nonfinite", "crashed", "hung", "heap_growth_mb",
             "peak_rss_mb", "data_time_frac", "median_step_s")
 DIRECTIONS = ("lower", "higher", "event", "varies")
+CARD_TEXT = ("title", "symptom", "explanation", "buggy", "fixed", "onset")  # never empty
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,10 @@ class Bug:
     honours_onset: bool = True
     requires: tuple[str, ...] = ()  # e.g. ("cuda",) or ("distributed",)
     references: tuple[str, ...] = field(default_factory=tuple)
+    # a plug-in bug's run parameters (a built-in's are in conf/bug/<id>.yaml): the step it
+    # starts at unless a scenario says otherwise, and the `bug.params` its plant reads
+    default_onset: int = 0
+    default_params: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:
@@ -91,6 +96,16 @@ class Bug:
         unknown = set(self.models) - set(ALL_MODELS)
         if unknown:
             raise ValueError(f"bug {self.id}: unknown models {sorted(unknown)}")
+
+    def card_gaps(self) -> list[str]:
+        """What the card lacks: its empty text fields, no models, a check that is no
+        :class:`SymptomCheck` (empty when the card is complete)."""
+        gaps = [f"empty {name}" for name in CARD_TEXT if not str(getattr(self, name)).strip()]
+        if not self.models:
+            gaps.append("no models")
+        if not isinstance(self.check, SymptomCheck):
+            gaps.append(f"check is a {type(self.check).__name__}, not a SymptomCheck")
+        return gaps
 
     @property
     def needs_cuda(self) -> bool:

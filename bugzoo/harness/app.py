@@ -16,7 +16,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from bugzoo.config import check_run_config, compose_run, register_scenarios
+from bugzoo.config import check_run_config, compose_run, register_bugs, register_scenarios
 from bugzoo.detector import load_detector
 from bugzoo.errors import UsageError
 from bugzoo.harness.runner import execute_and_store
@@ -84,6 +84,7 @@ def _hydra_entry(cfg: DictConfig) -> None:
 
 def main(argv: list[str]) -> int:
     """Validate the overrides up front (one-line errors), then hand over to Hydra."""
+    register_bugs()
     register_scenarios()
     multirun = any(a in ("-m", "--multirun") for a in argv)
     if not multirun and not any(a.startswith("-") for a in argv):

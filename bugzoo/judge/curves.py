@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
-from bugzoo.bugs import ALL_MODELS, get_bug
+from bugzoo.bugs import ALL_MODELS, flat_id, get_bug
 from bugzoo.errors import ArgumentParser, UsageError, unknown_choice
 from bugzoo.harness import store
 from bugzoo.harness.sweep import sweep, sweep_options, sweep_parser
@@ -123,7 +123,7 @@ def draw(bug_id: str, runs: dict[str, tuple[pd.DataFrame, pd.DataFrame]], onset:
     fig.text(0.01, 0.005, f"regenerate: {command}", fontsize=7, color="0.4")
     fig.tight_layout(rect=(0, 0.02, 1, 0.97))
     out.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out / f"{bug_id}.png", dpi=90)
+    fig.savefig(out / f"{flat_id(bug_id)}.png", dpi=90)
     return pd.concat(data, ignore_index=True) if data else pd.DataFrame()
 
 
@@ -150,8 +150,9 @@ def curves(bug_id: str, models: list[str] | None, patterns: list[str] | None, se
         summary = store.read_summary(store.run_dir(runs_root, "buggy", scenario.id, seeds[0]))
         onset[scenario.model] = summary.get("onset") or 0
     data = draw(bug_id, runs, onset, out, command, padding)
-    data.to_parquet(out / f"{bug_id}.parquet", index=False)
-    return out / f"{bug_id}.png"
+    png = out / f"{flat_id(bug_id)}.png"
+    data.to_parquet(png.with_suffix(".parquet"), index=False)
+    return png
 
 
 def main(argv: list[str]) -> int:

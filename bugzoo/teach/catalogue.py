@@ -6,7 +6,7 @@ import textwrap
 
 import pandas as pd
 
-from bugzoo.bugs import get_bug, list_bugs
+from bugzoo.bugs import get_bug, list_bugs, provider
 from bugzoo.detector import installed_detectors
 from bugzoo.errors import ArgumentParser, unknown_choice
 from bugzoo.judge.tables import markdown
@@ -19,7 +19,7 @@ LISTS = ("bugs", "models", "scenarios", "detectors")
 def bugs_table() -> pd.DataFrame:
     return pd.DataFrame([{
         "id": b.id, "category": b.category, "loud": "loud" if b.loud else "silent",
-        "models": ",".join(b.models), "title": b.title,
+        "models": ",".join(b.models), "title": b.title, "package": provider(b.id),
     } for b in list_bugs()])
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
-from bugzoo.bugs import ALL_MODELS, CATEGORIES, Bug, get_bug
+from bugzoo.bugs import ALL_MODELS, CATEGORIES, Bug, flat_id, get_bug
 from bugzoo.errors import ArgumentParser, UsageError, unknown_choice
 from bugzoo.harness import store
 from bugzoo.harness.sweep import select_scenarios, sweep
@@ -198,7 +198,7 @@ def quiz(n: int, seed: int, category: str | None, model: str | None, stored: Pat
         else:
             print(f"Not quite: the answer is {right}.")
         print("\n" + bug_card(bug.id))
-        curve = Path("results/curves") / f"{bug.id}.png"
+        curve = Path("results/curves") / f"{flat_id(bug.id)}.png"
         if curve.is_file():
             print(f"  symptom curves over seeds: {curve}")
     print(f"\nScore: {score}/{len(chosen)}")

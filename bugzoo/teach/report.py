@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from bugzoo import versions
-from bugzoo.bugs import ALL_MODELS, CATEGORIES, Bug, list_bugs
+from bugzoo.bugs import ALL_MODELS, CATEGORIES, Bug, flat_id, list_bugs
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
 from bugzoo.judge.scoring import bug_board, outcomes
@@ -117,7 +117,7 @@ def index_page(bugs: list[Bug], leaderboard: str) -> str:
     attrs = lambda b: (f"data-category='{esc(b.category)}' "  # noqa: E731
                        f"data-models='{esc(' '.join(b.models))}'")
     entries = "".join(
-        f"<div class=bug {attrs(b)}><a href='bugs/{esc(b.id)}.html'><b>{esc(b.id)}</b></a> "
+        f"<div class=bug {attrs(b)}><a href='bugs/{esc(flat_id(b.id))}.html'><b>{esc(b.id)}</b></a> "
         f"<span class=tag>{esc(b.category)}</span>{esc(b.title)}<br><small>"
         f"{esc(b.symptom)}</small></div>" for b in bugs)
     cards = "".join(
@@ -161,11 +161,11 @@ def build(results: Path, out: Path, sweep_dir: Path | None) -> Path:
     validity = pd.read_csv(validity_csv) if validity_csv.is_file() else pd.DataFrame()
     caught = catches(sweep_dir, results)
     for bug in bugs:
-        png = results / "curves" / f"{bug.id}.png"
+        png = results / "curves" / f"{flat_id(bug.id)}.png"
         if png.is_file():
             (out / "curves").mkdir(exist_ok=True)
             shutil.copyfile(png, out / "curves" / png.name)
-        (out / "bugs" / f"{bug.id}.html").write_text(
+        (out / "bugs" / f"{flat_id(bug.id)}.html").write_text(
             bug_page(bug, png if png.is_file() else None, validity, caught))
     index = out / "index.html"
     index.write_text(index_page(bugs, leaderboard_html(results)))

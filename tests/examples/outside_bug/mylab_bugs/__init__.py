@@ -1,0 +1,1 @@
+"""mylab's bugs for bugzoo (entry-point group ``bugzoo.bugs``)."""
