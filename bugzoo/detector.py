@@ -102,6 +102,9 @@ class Detector:
     # hooks, model, optimizer, loaders or wall clock. Such a detector gives the same alarms on
     # a stored trace as on the live run, so it can be scored without retraining.
     observation_only: bool = False
+    # True when the detector must run on every rank of a distributed run because it takes part
+    # in collectives (an all-gather across ranks); only rank 0's alarms and status are kept
+    all_ranks: bool = False
 
     @staticmethod
     def available() -> str | None:

@@ -15,9 +15,14 @@ class LossForensics(Detector):
     * divergence: the median of the last ``window`` losses exceeds ``diverge`` times the median
       of the first ``window`` (loss going up, not down);
     * spike: one loss above the running median plus ``spike_mads`` median absolute deviations
-      and ``spike_ratio`` times that median, ``spikes`` times;
-    * oscillation: over the last ``2 * window`` steps the loss swings (std) by more than
-      ``oscillate`` times the first losses while making no progress.
+      and ``spike_ratio`` times that median, that also undoes at least ``undo`` of the progress
+      made so far (rises above the running median by that share of the distance from the first
+      losses down to it), ``spikes`` times. Near convergence a loss of 0.05 against a median of
+      0.005 is ten times the median yet one misclassified example: a spike that matters sends
+      training back, measured on the scale of the whole descent;
+    * oscillation: over the last ``2 * window`` steps the loss swings by more than
+      ``oscillate`` times the first losses while making no progress. The swing is the median
+      step-to-step change, so one outlier batch (two large changes) is not an oscillation.
 
     All three suggest an optimisation problem (``optim``: learning rate too high, stale or
     accumulated gradients). Non-finite losses are left to the ``nonfinite`` detector.
@@ -26,8 +31,9 @@ class LossForensics(Detector):
     observation_only = True
 
     def __init__(self, window: int = 10, diverge: float = 1.5, spike_mads: float = 10.0,
-                 spike_ratio: float = 3.0, spikes: int = 3, oscillate: float = 0.5):
-        self.window, self.diverge = window, diverge
+                 spike_ratio: float = 3.0, spikes: int = 3, oscillate: float = 0.5,
+                 undo: float = 0.5):
+        self.window, self.diverge, self.undo = window, diverge, undo
         self.spike_mads, self.spike_ratio, self.spikes = spike_mads, spike_ratio, spikes
         self.oscillate = oscillate
 
@@ -53,7 +59,8 @@ class LossForensics(Detector):
                                    f"{self.diverge:g} x the initial {start:.3g}")
         med = statistics.median(recent)
         mad = statistics.median(abs(x - med) for x in recent)
-        if obs.loss > med + self.spike_mads * mad and obs.loss > self.spike_ratio * med:
+        undoes = obs.loss - med > self.undo * (start - med)
+        if obs.loss > med + self.spike_mads * mad and obs.loss > self.spike_ratio * med and undoes:
             self.spike_steps.append(obs.step)
             if len(self.spike_steps) >= self.spikes and found is None:
                 found = ("loss_spikes", f"{len(self.spike_steps)} loss spikes (steps "
@@ -61,10 +68,10 @@ class LossForensics(Detector):
                                         f"running median {med:.3g}")
         tail = self.losses[-2 * w:]
         if found is None and len(self.losses) >= 4 * w:
-            swing = statistics.pstdev(tail)
+            swing = statistics.median(abs(b - a) for a, b in zip(tail, tail[1:], strict=False))
             progress = statistics.median(self.losses[-4 * w:-2 * w]) - statistics.median(tail)
             if swing > self.oscillate * start and progress <= 0:
-                found = ("oscillation", f"loss swings with std {swing:.3g} (> {self.oscillate:g} "
+                found = ("oscillation", f"loss swings by a median {swing:.3g} a step (> {self.oscillate:g} "
                                         f"x initial {start:.3g}) without progress")
         if found is None:
             return []

@@ -1,6 +1,8 @@
-"""``memory_growth``: host (or device) memory that keeps growing step after step."""
+"""``memory_growth``: memory that a training step allocates and never gives back."""
 
 from __future__ import annotations
+
+import statistics
 
 from bugzoo.detector import Alarm, Detector, RunView
 from bugzoo.telemetry import Observation
@@ -9,18 +11,24 @@ from bugzoo.telemetry import Observation
 class MemoryGrowth(Detector):
     """Recipe: OOM forensics — "memory growing over time means a leak" (reference notes).
 
-    After ``warmup`` steps (allocator and caches settle), the live heap (malloc in use; see
-    ``bugzoo.telemetry.heap_mb``) and CUDA memory in use are watched: growth above ``total_mb`` since the warm-up *and* above ``window_mb``
-    within the last ``window`` steps (still rising, not a one-off plateau) raises a ``memory``
-    alarm.
+    A leak is memory that *every* step allocates and keeps: the live heap (malloc in use; see
+    ``bugzoo.telemetry.heap_mb``) or the CUDA memory in use then rises step after step by about
+    the same amount, without the plateaus of a cache filling up or the drops of memory being
+    freed. Over the last ``window`` steps this detector asks for both:
+
+    * the memory rose on at least ``rising_share`` of the steps (a steady climb, not a few jumps
+      from a cache or an allocator growing its arena);
+    * the median rise per step is at least ``min_step_kib`` KiB. Keeping Python scalars per step
+      (a logged float, a dict of metrics) costs well under 1 KiB; keeping a tensor, and with it
+      its autograd graph, costs at least a page (4 KiB) of storage and graph nodes.
+
+    A leak present from the first step is caught after ``window`` steps. Category ``memory``.
     """
 
     observation_only = True
 
-    def __init__(self, warmup: int = 20, window: int = 50, total_mb: float = 48.0,
-                 window_mb: float = 16.0):
-        self.warmup, self.window = warmup, window
-        self.total_mb, self.window_mb = total_mb, window_mb
+    def __init__(self, window: int = 20, rising_share: float = 0.9, min_step_kib: float = 4.0):
+        self.window, self.rising_share, self.min_step_kib = window, rising_share, min_step_kib
 
     def setup(self, run: RunView) -> None:
         super().setup(run)
@@ -28,16 +36,21 @@ class MemoryGrowth(Detector):
         self.fired = False
 
     def observe(self, obs: Observation) -> list[Alarm]:
-        if self.fired or obs.step < self.warmup:
+        if self.fired:
             return []
         for kind, value in (("heap", obs.heap_mb), ("cuda", obs.cuda_mb)):
             series = self.series[kind]
             series.append(value)
-            total = series[-1] - series[0]
-            recent = series[-1] - series[max(0, len(series) - self.window)]
-            if total > self.total_mb and recent > self.window_mb:
+            if len(series) <= self.window:
+                continue
+            recent = series[-self.window - 1:]
+            rises = [(b - a) * 1024 for a, b in zip(recent, recent[1:], strict=False)]
+            rising = sum(r > 0 for r in rises) / len(rises)
+            per_step = statistics.median(rises)
+            if rising >= self.rising_share and per_step >= self.min_step_kib:
                 self.fired = True
                 return [self.alarm(obs.step, "memory_growth", "memory",
-                                   f"{kind} memory grew {total:.0f} MB since step {self.warmup}, "
-                                   f"{recent:.0f} MB in the last {self.window} steps")]
+                                   f"{kind} memory rose on {rising:.0%} of the last "
+                                   f"{self.window} steps, by a median {per_step:.0f} KiB a "
+                                   f"step (now {value:.0f} MiB)")]
         return []

@@ -7,10 +7,22 @@ import math
 
 import torch
 from bugzoo_detectors._hooks import strip_hooks
+from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from bugzoo.detector import Alarm, Detector, RunView
 from bugzoo.telemetry import Observation
+
+
+def attainable_minimum(loss_fn: nn.Module, num_classes: int) -> float:
+    """The lowest value ``loss_fn`` can take: the entropy of the smoothed target distribution
+    for a label-smoothed cross-entropy (mass 1 - eps + eps/C on the label, eps/C elsewhere), else
+    0."""
+    eps = float(getattr(loss_fn, "label_smoothing", 0.0) or 0.0)
+    if not isinstance(loss_fn, nn.CrossEntropyLoss) or eps <= 0:
+        return 0.0
+    on, off = 1 - eps + eps / num_classes, eps / num_classes
+    return -(on * math.log(on) + (num_classes - 1) * off * math.log(off))
 
 
 class OverfitProbe(Detector):
@@ -20,7 +32,9 @@ class OverfitProbe(Detector):
     At setup, a deep copy of the model and of the loss (hooks stripped) is trained with its own
     Adam on the first ``examples`` training rows, read from the split (the loader's generator is
     untouched), for up to ``steps`` steps. If the loss never falls below ``target`` x its first
-    value, a ``model`` alarm is raised at step 0; the probe stops as soon as it does (a sound
+    value (both measured above the loss's attainable minimum: 0 for cross-entropy, the entropy
+    of the smoothed targets under label smoothing, which no model can go below), a ``model``
+    alarm is raised at step 0; the probe stops as soon as it does (a sound
     model gets there in a few dozen steps). Non-invasive: the live model, optimizer and data are
     never touched and torch's RNG state is restored afterwards. It sees what is wrong in the
     model and loss as built; mistakes in the training loop or with a later onset are invisible.
@@ -32,13 +46,14 @@ class OverfitProbe(Detector):
 
     def setup(self, run: RunView) -> None:
         super().setup(run)
-        first, best = self.probe(run)
-        if not best < self.target * first:
+        floor = attainable_minimum(run.loss_fn, run.num_classes)
+        first, best = self.probe(run, floor)
+        if not best - floor < self.target * (first - floor):
             self.queue(self.alarm(0, "cannot_overfit", "model",
                                   f"a copy trained {self.steps} steps on {self.examples} examples "
                                   f"only went from loss {first:.3g} to {best:.3g}"))
 
-    def probe(self, run: RunView) -> tuple[float, float]:
+    def probe(self, run: RunView, floor: float) -> tuple[float, float]:
         """First loss and lowest loss of the copy, trained until it beats the target."""
         split = run.train_loader.split
         rows = slice(0, self.examples)
@@ -59,7 +74,7 @@ class OverfitProbe(Detector):
                 loss.backward()
                 optimizer.step()
                 losses.append(float(loss.detach()))
-                if losses[-1] < self.target * losses[0]:
+                if losses[-1] - floor < self.target * (losses[0] - floor):
                     break
         finite = [v for v in losses if math.isfinite(v)]
         return losses[0], min(finite, default=math.nan)

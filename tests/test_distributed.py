@@ -43,8 +43,9 @@ def children_of(pid: int) -> list[int]:
 
 @pytest.fixture(scope="module")
 def clean():
-    detector = load_detector("isfinite_hooks")  # watches rank 0 only
-    return execute(quick_cfg("scenario=mlp-ddp_unsynced", "~bug", *SHORT), [detector])
+    detectors = [load_detector("isfinite_hooks"),  # watches rank 0 only
+                 load_detector("rank_consistency")]  # runs on every rank
+    return execute(quick_cfg("scenario=mlp-ddp_unsynced", "~bug", *SHORT), detectors)
 
 
 def test_clean_two_ranks_complete_in_sync(clean):
@@ -57,6 +58,8 @@ def test_clean_two_ranks_complete_in_sync(clean):
     assert s["scenario"] == "mlp-ddp_unsynced.control"
     status = s["detectors"]["isfinite_hooks"]
     assert status["error"] is None and status["seconds"] > 0
+    assert s["detectors"]["rank_consistency"]["error"] is None
+    assert clean.alarms.empty  # replicas in sync: the cross-rank checksums agree
 
 
 def test_slow_detector_setup_on_rank_0_is_not_a_hang(tmp_path, monkeypatch):
@@ -106,9 +109,14 @@ def test_rank_skip_hangs_and_is_cleaned_up(clean):
 
 
 def test_ddp_unsynced_ranks_drift_apart(clean):
-    s = execute(quick_cfg("scenario=mlp-ddp_unsynced", *SHORT)).summary
+    result = execute(quick_cfg("scenario=mlp-ddp_unsynced", *SHORT),
+                     [load_detector("rank_consistency")])
+    s = result.summary
     assert s["outcome"] == "completed", s["rank_errors"]
     assert s["rank_param_divergence"] > 0.1 > clean.summary["rank_param_divergence"]
+    # the cross-rank checksum sees it at the first check and names the rank
+    [alarm] = result.alarms.to_dict("records")
+    assert (alarm["step"], alarm["category"]) == (0, "distributed") and "[1]" in alarm["message"]
 
 
 def test_deadline_kills_every_rank_group():

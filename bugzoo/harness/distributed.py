@@ -6,7 +6,8 @@ and use gloo on CPU (NCCL when there is one GPU per rank). Each rank builds a
 :class:`DistributedTrainer`: the clean Trainer with its model wrapped in
 ``DistributedDataParallel`` and a training loader over the rank's own shard of the data.
 
-Only rank 0 is observed: detectors watch rank 0's run and the trace is rank 0's. Every rank
+Only rank 0 is observed: detectors watch rank 0's run and the trace is rank 0's (a detector
+that takes part in collectives, ``all_ranks``, runs on every rank; only rank 0's alarms count). Every rank
 saves its final parameters, so the summary carries ``rank_param_divergence`` (relative L2
 distance of each rank's parameters from rank 0's; 0 when gradients are synchronised).
 
@@ -122,7 +123,9 @@ def rank_main(run_dir: Path, rank: int) -> int:
     bug = job["bug"]
     list_bugs()  # every bug module loaded: sys.modules must not single out the planted one
     trainer = DistributedTrainer(cfg, bug, rank=rank, world_size=world_size)
-    watches = watches_for(job["detectors"], cfg) if rank == 0 else []
+    # rank 0 runs every detector; the others only those that take part in collectives
+    mine = [d for d in job["detectors"] if rank == 0 or d.all_ranks]
+    watches = watches_for(mine, cfg)
     rows: list[dict] = []
     result: dict = {"rank": rank, "error": None, "timed_out": False, "holdout": None}
     start = time.perf_counter()
