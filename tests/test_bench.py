@@ -9,7 +9,6 @@ import sys
 import time
 
 import faults
-import pandas as pd
 import pytest
 
 from bugzoo.config import compose_run
@@ -85,39 +84,6 @@ def _bench(out, *extra):
             "--seeds", "0,1", "--workers", "1", "--out", str(out), "--no-progress",
             "--detectors", "grad_explosion", "loss_plateau", "nonfinite",
             "harness.steps=20", "harness.eval_interval=10", *extra]
-
-
-def test_kill_9_then_resume_loses_nothing(tmp_path):
-    out = tmp_path / "sweep"
-    proc = subprocess.Popen(_bench(out), start_new_session=True, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 150
-    while len(_complete(out)) < 2 and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.1)
-    os.killpg(proc.pid, signal.SIGKILL)  # the bench and its worker, mid-sweep
-    proc.wait()
-    before = {p: (p / "summary.json").stat().st_mtime_ns for p in _complete(out)}
-    assert 2 <= len(before) < 6, "kill the sweep while runs remain"
-    done = subprocess.run(_bench(out), capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "resuming: " in done.stderr
-    runs = _complete(out)
-    assert len(runs) == 6
-    assert not list(out.glob("*/.seed*")), "temporary folders left behind"
-    for path, mtime in before.items():  # completed runs were not redone
-        assert (path / "summary.json").stat().st_mtime_ns == mtime
-    for path in runs:
-        summary = store.read_summary(path)
-        assert summary["outcome"] == "completed" and summary["steps_completed"] == 20
-        assert len(store.read_trace(path)) == 20
-        assert set(summary["detectors"]) == {"grad_explosion", "loss_plateau", "nonfinite"}
-    table = outcomes(out)
-    assert len(table) == 18 and not table.duplicated(["detector", "scenario", "seed"]).any()
-    board = pd.read_csv(out / "leaderboard.csv")
-    assert set(board["detector"]) == {"grad_explosion", "loss_plateau", "nonfinite",
-                                      "suite: built-ins"}
-    text = (out / "leaderboard.md").read_text()
-    assert "bugzoo score" in text and "`bugzoo bench --scenarios mlp-clean" in text
 
 
 def _group_alive(pgid: int) -> bool:

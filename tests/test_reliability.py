@@ -180,6 +180,7 @@ def test_kill_9_at_random_points_then_resume_equals_uninterrupted(tmp_path):
     assert len(seen) < n, "every kill came too late to interrupt anything"
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
+    assert "resuming: " in done.stderr
 
     runs = _runs(out)
     assert [p.relative_to(out) for p in runs] == [p.relative_to(ref) for p in _runs(ref)]
@@ -195,6 +196,7 @@ def test_kill_9_at_random_points_then_resume_equals_uninterrupted(tmp_path):
         twin = store.read_summary(ref / path.relative_to(out))
         assert summary["trace_digest"] == twin["trace_digest"], path
     pd.testing.assert_frame_equal(_board(out), _board(ref))
+    assert "bugzoo score" in (out / "leaderboard.md").read_text()
     assert (out / "outcomes.csv").read_text().count("\n") == n * len(CRASH_DETECTORS) + 1
 
 
