@@ -19,7 +19,7 @@ import torch
 from omegaconf import DictConfig
 
 from bugzoo.bugs import Bug
-from bugzoo.scenarios import get_scenario
+from bugzoo.scenarios import get_scenario, scenario_id
 from bugzoo.telemetry import TIMING_COLUMNS
 
 
@@ -133,7 +133,7 @@ def scenario_of(cfg: DictConfig) -> str:
     removed (``~bug``) is ``<scenario>.control``."""
     named = cfg.get("scenario")
     if not named:
-        return f"{cfg.model.name}-{cfg.bug.id if cfg.get('bug') else 'clean'}"
+        return scenario_id(cfg.model.name, cfg.bug.id if cfg.get("bug") else None)
     removed = cfg.get("bug") is None and not get_scenario(named).clean
     return f"{named}.control" if removed else named
 
