@@ -26,6 +26,8 @@ VERBS: dict[str, tuple[str, str]] = {
     "show": ("bugzoo.teach.catalogue:show_main", "show one bug: metadata, BUGGY and FIXED code"),
     "bench": ("bugzoo.judge.bench:main", "sweep scenarios x seeds with detectors, then score"),
     "score": ("bugzoo.judge.scoring:main", "recompute the leaderboard of a stored sweep"),
+    "traces": ("bugzoo.harness.traceset:main",
+               "export a sweep's observations as a compact trace set (for bench --replay)"),
     "check": ("bugzoo.judge.conformance:main", "run the conformance suite on one detector"),
     "validate": ("bugzoo.judge.validity:main",
                  "prove every scenario's bug manifests (statistical test)"),

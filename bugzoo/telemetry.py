@@ -9,7 +9,7 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import pandas as pd
 import torch
@@ -85,6 +85,32 @@ def trace_tables(rows: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
     layers = pd.DataFrame([(r["step"], name, norm) for r in rows
                            for name, norm in r.get(LAYERS, {}).items()], columns=LAYER_COLUMNS)
     return trace, layers.astype({"step": "int64", "layer": "str", "grad_norm": "float64"})
+
+
+def observations(trace: pd.DataFrame, layers: pd.DataFrame) -> list[Observation]:
+    """The Observations a run's tables were made from (the inverse of :func:`trace_tables`),
+    equal field for field. A table cell cannot tell a missing value from a NaN, so the optional
+    fields are read back by their meaning: an evaluation step is one with a validation accuracy
+    (never NaN; its loss may be), and a loss scale is never NaN."""
+    if trace.empty:
+        return []
+    per_step: dict[int, dict[str, float]] = {}
+    for step, name, norm in zip(layers["step"].tolist(), layers["layer"].tolist(),
+                                layers["grad_norm"].tolist(), strict=True):
+        per_step.setdefault(step, {})[name] = norm
+    names = [f.name for f in fields(Observation) if f.name != LAYERS]
+    found = []
+    for row in trace[names].to_dict("records"):
+        evaluated = _present(row["val_acc"])
+        row.update(val_loss=row["val_loss"] if evaluated else None,
+                   val_acc=row["val_acc"] if evaluated else None,
+                   scale=row["scale"] if _present(row["scale"]) else None)
+        found.append(Observation(**row, layer_grad_norms=per_step.get(row["step"], {})))
+    return found
+
+
+def _present(value) -> bool:
+    return value is not None and value == value  # NaN is the one value unequal to itself
 
 
 # Columns that measure time or memory: they legitimately differ between identical runs.

@@ -29,6 +29,7 @@ from bugzoo.harness.sweep import (
     sweep_parser,
 )
 from bugzoo.judge.perf import time_pairs
+from bugzoo.judge.replay import replay_bench
 from bugzoo.judge.scoring import OVERHEAD_FILE, score_sweep, suite_members
 
 log = logging.getLogger(__name__)
@@ -90,7 +91,11 @@ def _parser() -> ArgumentParser:
                    help="skip timing each detector against the bare loop (the leaderboard's "
                    "overhead column stays empty)")
     p.add_argument("--sweep", help="sweep name (default: bench, or quick with --quick)")
-    p.add_argument("--out", help="sweep folder (default: results/runs/<sweep>)")
+    p.add_argument("--out", help="sweep folder (default: results/runs/<sweep>); with "
+                   "--replay, where the tables go (default: printed only)")
+    p.add_argument("--replay", metavar="DIR",
+                   help="train nothing: score the observation-only detectors on the runs "
+                   "stored in DIR, a sweep folder or a trace set (e.g. results/traces)")
     return p
 
 
@@ -98,6 +103,15 @@ def main(argv: list[str]) -> int:
     # KEY=VALUE items are run-setting overrides wherever they stand (after --detectors too)
     overrides = [a for a in argv if "=" in a and not a.startswith("-")]
     args = _parser().parse_args([a for a in argv if a not in overrides])
+    if args.replay:
+        if given := [o for o, v in (("KEY=VALUE", overrides), ("--quick", args.quick),
+                                    ("--scenarios", args.scenarios), ("--seeds", args.seeds),
+                                    ("--sweep", args.sweep)) if v]:
+            raise UsageError(f"--replay scores stored runs as they are: it takes --detectors "
+                             f"and --out only, not {', '.join(given)}")
+        print(replay_bench(Path(args.replay), args.detectors,
+                           Path(args.out) if args.out else None))
+        return 0
     options = sweep_options(args, "0" if args.quick else BENCH_SEEDS)
     name = args.sweep or ("quick" if args.quick else "bench")
     chosen = select_detectors(args.detectors)

@@ -69,13 +69,20 @@ def run_outcomes(path: Path) -> list[dict]:
     """One row per detector that watched the run stored at ``path``."""
     summary = store.read_summary(path)
     alarms = store.read_alarms(path)
-    clean = not summary.get("bug")
-    onset = int(summary.get("onset") or 0)
     elapsed = pd.Series(dtype=float)
     if not alarms.empty:
         trace = store.read_trace(path)
         if "elapsed_s" in trace.columns:
             elapsed = trace.set_index("step")["elapsed_s"]
+    return judge_run(summary, alarms, elapsed)
+
+
+def judge_run(summary: dict, alarms: pd.DataFrame, elapsed: pd.Series) -> list[dict]:
+    """One row per detector in ``summary["detectors"]``: its outcome on the run that
+    ``summary`` describes, from its ``alarms`` (``store.ALARM_COLUMNS``); ``elapsed``: the
+    run's seconds at the end of each step, by step (empty: no delays in seconds)."""
+    clean = not summary.get("bug")
+    onset = int(summary.get("onset") or 0)
     rows = []
     for name, status in (summary.get("detectors") or {}).items():
         mine = alarms[alarms["detector"] == name].sort_values("step", kind="stable")
@@ -428,16 +435,27 @@ def score_sweep(sweep_dir: Path, publish: Path | None = None,
     """Score a sweep folder; write leaderboard.md/.csv and the other tables; return the md."""
     sweep_dir = Path(sweep_dir)
     table = outcomes(sweep_dir)
-    board = leaderboard(table, read_overhead(sweep_dir))
+    text = write_boards(table, read_overhead(sweep_dir), sweep_dir,
+                        command or f"bugzoo score {sweep_dir}",
+                        [sweep_dir, *([Path(publish)] if publish else [])])
+    table.to_csv(sweep_dir / "outcomes.csv", index=False)
+    return text
+
+
+def write_boards(table: pd.DataFrame, overhead: pd.DataFrame | None, made_in: Path,
+                 command: str, folders: list[Path]) -> str:
+    """Score the outcome ``table`` of runs made in the folder ``made_in`` (whose recorded
+    commands and versions the leaderboard names before ``command``); write leaderboard.md,
+    .csv and the other tables into each of ``folders``; return the Markdown."""
+    board = leaderboard(table, overhead)
     loud, latent = apart_board(table, "loud"), apart_board(table, "latent")
     categories = category_board(table)
-    command = command or f"bugzoo score {sweep_dir}"
-    if made_by := store.read_sweep_command(sweep_dir):
+    if made_by := store.read_sweep_command(made_in):
         command = f"{made_by}` then `{command}"
-    made_with = store.read_sweep_versions(sweep_dir)
+    made_with = store.read_sweep_versions(made_in)
     text = render(board, loud, latent, categories, command,
                   f"{made_with or 'unrecorded versions'} (scored with {versions()})")
-    for folder in [sweep_dir, *([Path(publish)] if publish else [])]:
+    for folder in folders:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "leaderboard.md").write_text(text)
         board.to_csv(folder / "leaderboard.csv", index=False)
@@ -445,7 +463,6 @@ def score_sweep(sweep_dir: Path, publish: Path | None = None,
         latent.to_csv(folder / "leaderboard_latent.csv", index=False)
         categories.to_csv(folder / "leaderboard_categories.csv", index=False)
         bug_board(table).to_csv(folder / "leaderboard_bugs.csv", index=False)
-    table.to_csv(sweep_dir / "outcomes.csv", index=False)
     return text
 
 

@@ -1,0 +1,186 @@
+"""Stored observations read back for replay: a sweep's run folders, or a compact trace set.
+
+A trace set is one folder holding a whole sweep's observations in three Parquet tables, small
+enough to commit: ``runs.parquet`` (one row per run: what scoring and a detector's RunView
+need), ``trace.parquet`` and ``layer_grad_norms.parquet`` (every run's tables, keyed by
+``run``), beside ``command.txt`` (the commands that made it). ``bugzoo traces export <sweep>``
+writes one; a float column is kept as float32 only where that loses nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bugzoo.errors import ArgumentParser, UsageError
+from bugzoo.harness import store
+from bugzoo.telemetry import Observation, observations
+
+log = logging.getLogger(__name__)
+
+RUNS_FILE, TRACE_FILE = "runs.parquet", "trace.parquet"
+TRACESET_FILES = (RUNS_FILE, TRACE_FILE, store.LAYERS_FILE)
+# what a replayed run needs of its summary.json: the RunView facts and what scoring reads
+RUN_KEYS = {"scenario": str, "seed": int, "model": str, "dataset": str, "num_classes": int,
+            "steps": int, "device": str, "bug": str, "category": str, "loud": bool,
+            "latent": bool, "onset": int, "outcome": str}
+DEFAULT_OUT = Path("results/traces")
+PARQUET = {"compression": "zstd", "compression_level": 19, "index": False}
+
+
+@dataclass
+class StoredRun:
+    """One stored run: its summary's ``RUN_KEYS``, its trace and its per-layer gradient norms."""
+
+    summary: dict
+    trace: pd.DataFrame
+    layers: pd.DataFrame
+
+    def observations(self) -> list[Observation]:
+        return observations(self.trace, self.layers)
+
+
+def is_traceset(folder: Path) -> bool:
+    return all((Path(folder) / name).is_file() for name in TRACESET_FILES)
+
+
+def stored_runs(source: Path) -> Iterator[StoredRun]:
+    """Every run stored in ``source``, a trace set or a sweep folder (its untagged runs; a
+    tagged one is an exclusive detector's second run), checked before the first is read: a
+    folder holding no run, or a run without its observations, is a UsageError."""
+    source = Path(source)
+    if is_traceset(source):
+        return _traceset_runs(source)
+    paths = _sweep_runs(source)
+    return (StoredRun(_run_keys(store.read_summary(p)), store.read_trace(p),
+                      store.read_layers(p)) for p in paths)
+
+
+def _sweep_runs(sweep_dir: Path) -> list[Path]:
+    if not sweep_dir.is_dir():
+        raise UsageError(f"no sweep folder or trace set {sweep_dir}")
+    paths = [p for p in store.iter_runs(sweep_dir) if re.fullmatch(r"seed\d+", p.name)]
+    if not paths:
+        raise UsageError(f"{sweep_dir} holds no stored runs: give a sweep folder (runs as "
+                         "<scenario>/seed<k>/) or a trace set (" + ", ".join(TRACESET_FILES)
+                         + ")")
+    bare = [p for p in paths if not all((p / f).is_file()
+                                        for f in (TRACE_FILE, store.LAYERS_FILE))]
+    if bare:
+        raise UsageError(f"{len(bare)} of {len(paths)} runs under {sweep_dir} lack "
+                         f"{TRACE_FILE} or {store.LAYERS_FILE} (e.g. {bare[0]}; runs stored "
+                         "before per-layer gradient norms were kept): rerun `bugzoo bench`")
+    return paths
+
+
+def _run_keys(summary: dict) -> dict:
+    return {key: summary.get(key) for key in RUN_KEYS}
+
+
+def _traceset_runs(folder: Path) -> Iterator[StoredRun]:
+    runs = pd.read_parquet(folder / RUNS_FILE)
+    trace = pd.read_parquet(folder / TRACE_FILE)
+    layers = pd.read_parquet(folder / store.LAYERS_FILE)
+    trace_at = np.searchsorted(trace["run"].to_numpy(), np.arange(len(runs) + 1))
+    layers_at = np.searchsorted(layers["run"].to_numpy(), np.arange(len(runs) + 1))
+    for i, row in enumerate(runs.to_dict("records")):
+        yield StoredRun({k: None if pd.isna(v) else cast(v) for (k, cast), v in
+                         zip(RUN_KEYS.items(), (row[k] for k in RUN_KEYS), strict=True)},
+                        _widened(trace.iloc[trace_at[i]:trace_at[i + 1]].drop(columns="run")),
+                        _widened(layers.iloc[layers_at[i]:layers_at[i + 1]].drop(columns="run")))
+
+
+# ----------------------------------------------------------------------------- export
+def _narrowed(frame: pd.DataFrame) -> pd.DataFrame:
+    """Float columns as float32 where every value survives the round trip (a float32
+    measurement stored as float64, e.g. the loss and the norms), integers as small as fits."""
+    out = frame.copy()
+    for name in out.columns:
+        column = out[name]
+        if column.dtype == np.float64:
+            narrow = column.to_numpy().astype(np.float32)
+            if np.array_equal(narrow.astype(np.float64), column.to_numpy(), equal_nan=True):
+                out[name] = narrow
+        elif column.dtype == np.int64:
+            out[name] = pd.to_numeric(column, downcast="integer")
+    return out
+
+
+def _widened(frame: pd.DataFrame) -> pd.DataFrame:
+    """A trace-set table as the run stored it: float32 back to float64 (exactly), layer
+    names as strings."""
+    out = frame.astype({c: np.float64 for c in frame.columns if frame[c].dtype == np.float32})
+    return out.astype({"layer": "str"}) if "layer" in out.columns else out
+
+
+def export(sweep_dir: Path, out: Path, command: str) -> Path:
+    """Write the trace set of the sweep folder ``sweep_dir`` into ``out`` (replacing a trace
+    set there, atomically), recording the sweep's commands and then ``command``."""
+    sweep_dir, out = Path(sweep_dir), Path(out)
+    if is_traceset(sweep_dir):
+        raise UsageError(f"{sweep_dir} is a trace set already; export reads a sweep folder")
+    if out.exists() and any(out.iterdir()) and not is_traceset(out):
+        raise UsageError(f"{out} exists and is not a trace set: refusing to replace it")
+    runs, traces, layers = [], [], []
+    for i, run in enumerate(stored_runs(sweep_dir)):
+        runs.append(run.summary)
+        traces.append(run.trace.assign(run=i))
+        layers.append(run.layers.assign(run=i))
+    trace = pd.concat(traces, ignore_index=True)
+    if "scale" in trace.columns:  # None without a GradScaler; read back as such
+        trace["scale"] = pd.to_numeric(trace["scale"])
+    tables = {RUNS_FILE: pd.DataFrame(runs).astype({"seed": "int64"}),
+              TRACE_FILE: _narrowed(trace[["run", *trace.columns.drop("run")]]),
+              store.LAYERS_FILE: _narrowed(pd.concat(layers, ignore_index=True)[
+                  ["run", "step", "layer", "grad_norm"]].astype({"layer": "category"}))}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-"))
+    try:
+        for name, table in tables.items():
+            table.to_parquet(tmp / name, **PARQUET)
+        made_by = Path(sweep_dir) / store.SWEEP_COMMAND
+        if made_by.is_file():
+            shutil.copy(made_by, tmp / store.SWEEP_COMMAND)
+        store.write_sweep_command(tmp, command)
+        if out.exists():
+            old = out.with_name(f".{out.name}.old-{os.getpid()}")
+            out.rename(old)
+            tmp.rename(out)
+            shutil.rmtree(old)
+        else:
+            tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def size_mb(folder: Path) -> float:
+    return sum(f.stat().st_size for f in Path(folder).iterdir() if f.is_file()) / 2**20
+
+
+def main(argv: list[str]) -> int:
+    p = ArgumentParser(prog="bugzoo traces",
+                       description="Trace sets: a sweep's observations, compact enough to "
+                       "commit, for `bugzoo bench --replay`.")
+    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    export_p = sub.add_parser("export", help="write the trace set of a sweep folder")
+    export_p.add_argument("sweep_dir", help="a sweep folder, e.g. results/runs/bench")
+    export_p.add_argument("--out", default=str(DEFAULT_OUT),
+                          help=f"the trace set folder (default: {DEFAULT_OUT})")
+    args = p.parse_args(argv)
+    command = f"bugzoo traces export {args.sweep_dir}" + (
+        f" --out {args.out}" if Path(args.out) != DEFAULT_OUT else "")
+    out = export(Path(args.sweep_dir), Path(args.out), command)
+    log.info("trace set of %d runs, %.1f MB -> %s", len(pd.read_parquet(out / RUNS_FILE)),
+             size_mb(out), out)
+    return 0

@@ -1,0 +1,130 @@
+"""Replay: observation-only detectors shown a stored run's Observations raise the alarms they
+raised live and score as the live sweep did, from a sweep folder and from a trace set, and
+nothing stored changes."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import quick_cfg
+from filelock import FileLock
+
+from bugzoo.cli import main
+from bugzoo.detector import installed_detectors, load_detector, shipped_detectors
+from bugzoo.harness import store, traceset
+from bugzoo.harness.runner import execute_and_store
+from bugzoo.judge.replay import replay_outcomes, replay_run
+from bugzoo.judge.scoring import score_sweep
+
+ROOT = Path(__file__).resolve().parents[1]
+# short real runs of every model: divergence (NaN, exploding and vanishing gradients), a loss
+# scale, clean controls
+RUNS = {"mlp-lr_too_high": 30, "lstm-lr_too_high": 30, "transformer-lr_too_high": 20,
+        "resnet-lr_too_high": 15, "mlp-clean-fp16_scaler": 20, "mlp-clean": 20}
+REPLAYABLE = [n for n in shipped_detectors() if installed_detectors()[n].load().observation_only]
+
+
+@pytest.fixture(scope="session")
+def sweep(tmp_path_factory, worker_id) -> Path:
+    """A sweep folder of ``RUNS`` watched by every replayable built-in, made once per session
+    (the first xdist worker makes it, the other waits for it)."""
+    shared = tmp_path_factory.getbasetemp() if worker_id == "master" else (
+        tmp_path_factory.getbasetemp().parent)
+    folder = shared / "replay-sweep"
+    with FileLock(str(shared / "replay-sweep.lock")):
+        if not (folder / "done").is_file():
+            for scenario, steps in RUNS.items():
+                execute_and_store(quick_cfg(f"scenario={scenario}", steps=steps), shared,
+                                  folder.name, [load_detector(n) for n in REPLAYABLE])
+            (folder / "done").touch()
+    return folder
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_replayed_alarms_equal_the_live_ones(sweep):
+    seen = set()
+    for run in traceset.stored_runs(sweep):
+        path = store.run_dir(sweep.parent, sweep.name, run.summary["scenario"],
+                             run.summary["seed"])
+        live = store.read_alarms(path)
+        replayed, statuses = replay_run(run, REPLAYABLE)
+        pd.testing.assert_frame_equal(replayed, live, check_dtype=False)
+        assert not any(s["error"] for s in statuses.values())
+        seen |= set(live["detector"])
+    # the identity is worth something only if many detectors alarmed, one on layer norms
+    assert len(seen) >= 6 and {"grad_vanishing", "nonfinite", "grad_explosion"} <= seen
+
+
+def test_replay_scores_as_the_live_sweep(sweep, tmp_path, capsys):
+    live = shutil.copytree(sweep, tmp_path / "live")  # scoring writes its tables beside runs
+    score_sweep(live)
+    out = tmp_path / "replayed"
+    assert main(["bench", "--replay", str(sweep), "--detectors", ",".join(REPLAYABLE),
+                 "--out", str(out)]) == 0
+    assert "# Detector leaderboard" in capsys.readouterr().out
+    for table in ("leaderboard.csv", "leaderboard_categories.csv", "leaderboard_bugs.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(out / table), pd.read_csv(live / table))
+
+
+def test_a_trace_set_replays_as_its_sweep_and_changes_nothing(sweep, tmp_path):
+    before = snapshot(sweep)
+    traces = tmp_path / "traces"
+    assert main(["traces", "export", str(sweep), "--out", str(traces)]) == 0
+    assert traceset.is_traceset(traces) and traceset.size_mb(traces) < 1
+    assert f"bugzoo traces export {sweep} --out {traces}" in (traces / "command.txt").read_text()
+    made = snapshot(traces)
+    from_sweep = replay_outcomes(traceset.stored_runs(sweep), REPLAYABLE)
+    pd.testing.assert_frame_equal(replay_outcomes(traceset.stored_runs(traces), REPLAYABLE),
+                                  from_sweep)
+    assert main(["bench", "--replay", str(traces), "--detectors", "loss_plateau"]) == 0
+    assert snapshot(sweep) == before and snapshot(traces) == made
+
+
+def _without_layer_norms(sweep: Path, tmp_path: Path) -> Path:
+    old = shutil.copytree(sweep, tmp_path / "old")
+    next(old.glob(f"*/seed0/{store.LAYERS_FILE}")).unlink()  # as runs stored before them
+    return old
+
+
+@pytest.mark.parametrize(("argv", "fragment"), [
+    (["bench", "--replay", "{old}"], "lack trace.parquet or layer_grad_norms.parquet"),
+    (["bench", "--replay", "{empty}"], "holds no stored runs"),
+    (["bench", "--replay", "{sweep}", "--detectors", "stale_grads"],
+     "detector stale_grads cannot be replayed: it does not declare observation_only"),
+    (["bench", "--replay", "{sweep}", "--quick"], "takes --detectors and --out only"),
+    (["bench", "--replay", "{sweep}", "--out", "{sweep}"], "replay never changes it"),
+    (["traces", "export", "{empty}"], "holds no stored runs"),
+    (["traces", "export", "{sweep}", "--out", "{old}"], "is not a trace set"),
+])
+def test_bad_input_is_one_line_exit_2_and_changes_nothing(argv, fragment, sweep, tmp_path,
+                                                          capsys):
+    folders = {"sweep": sweep, "old": _without_layer_norms(sweep, tmp_path),
+               "empty": tmp_path / "empty"}
+    folders["empty"].mkdir()
+    before = {name: snapshot(f) for name, f in folders.items()}
+    assert main([a.format(**folders) for a in argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert fragment in err and "\n" not in err and "Traceback" not in err
+    assert {name: snapshot(f) for name, f in folders.items()} == before
+
+
+REFERENCE = ROOT / "results" / "traces"
+
+
+@pytest.mark.skipif(not traceset.is_traceset(REFERENCE),
+                    reason="no reference trace set: `bugzoo traces export results/runs/bench`")
+def test_the_committed_reference_trace_set_is_compact_and_replays():
+    assert traceset.size_mb(REFERENCE) < 20
+    assert "bugzoo traces export results/runs/bench" in (REFERENCE / "command.txt").read_text()
+    run = next(traceset.stored_runs(REFERENCE))
+    alarms, statuses = replay_run(run, ["always_alarm"])
+    assert len(run.observations()) == run.summary["steps"] or run.summary["outcome"] != "completed"
+    assert list(alarms["step"]) == [0] and statuses["always_alarm"]["error"] is None
