@@ -29,6 +29,8 @@ VERBS: dict[str, tuple[str, str]] = {
     "traces": ("bugzoo.harness.traceset:main",
                "export a sweep's observations as a compact trace set (for bench --replay)"),
     "check": ("bugzoo.judge.conformance:main", "run the conformance suite on one detector"),
+    "check-bug": ("bugzoo.judge.bugcheck:main", "check one bug: card, plant, determinism, "
+                  "blindness, quick validate"),
     "validate": ("bugzoo.judge.validity:main",
                  "prove every scenario's bug manifests (statistical test)"),
     "perf": ("bugzoo.judge.perf:main", "measure speed: baselines, telemetry/detector overhead"),

@@ -62,7 +62,8 @@ def plugins() -> dict[str, Plugin]:
 def _plugins_on(path: tuple[str, ...]) -> dict[str, Plugin]:
     found: dict[str, Plugin] = {}
     where: dict[str, str] = {}
-    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP),
+                     key=lambda e: (e.name, e.dist.name if e.dist else "")):
         if ep.name in where:
             raise UsageError(f"bug id '{ep.name}' is registered twice: by {where[ep.name]} "
                              f"and by {_package(ep)} ({ep.value})")

@@ -112,7 +112,7 @@ def _effect(buggy: np.ndarray, clean: np.ndarray, stat) -> tuple[float, float, f
     return float(stat(buggy) - stat(clean)), float(lo), float(hi)
 
 
-def _measure(overrides: list[str], seed: int, metric: str, direction: str):
+def measure_symptom(overrides: list[str], seed: int, metric: str, direction: str):
     """The metric of one run; for ``"varies"``, whether two runs with the same seed differ."""
     value = execute(compose_run([*overrides, f"seed={seed}"])).summary.get(metric)
     if direction != "varies":
@@ -136,8 +136,9 @@ def check_manifests(scenario_id: str, seeds: list[int], extra: list[str] = (),
     scenario = get_scenario(scenario_id)
     bug = get_bug(scenario.bug)
     metric, direction = mechanism or (bug.check.metric, bug.check.direction)
-    buggy = [_measure([f"scenario={scenario.id}", *extra], s, metric, direction) for s in seeds]
-    clean = [_measure([*control_overrides(scenario), *extra], s, metric, direction)
+    buggy = [measure_symptom([f"scenario={scenario.id}", *extra], s, metric, direction)
+             for s in seeds]
+    clean = [measure_symptom([*control_overrides(scenario), *extra], s, metric, direction)
              for s in seeds]
     comparison = compare(metric, direction, buggy, clean)
     return Manifestation(bug.id, metric, direction, buggy, clean, comparison.p_value,

@@ -1,0 +1,220 @@
+"""``bugzoo check-bug <id>``: the bug author's check, twin of ``bugzoo check`` for detectors.
+
+For a bug (built-in or plug-in) it checks, on short CPU runs of every model the bug lists:
+
+* the card is complete (title, symptom, explanation, BUGGY and FIXED code, onset, models);
+* the plant changes the run, and before the onset the trace equals the control's, bitwise (a
+  bug planted from step 0 that can wait is planted mid-run for this);
+* the run is deterministic for a seed (unless the symptom is that it is not: ``varies``);
+* nothing a detector can read (the run view's strings, the environment) names the bug;
+* ``validate`` on quick settings (60 steps, seeds 0-2) moves the symptom metric the declared
+  way (3 seeds against 3 cannot prove it: ``bugzoo validate`` with 5 seeds does).
+
+Each model runs the bug's scenario there when one is registered (built-in or ``--include``d),
+else the model's default scenario with the bug planted.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from bugzoo.bugs import Bug, get_bug
+from bugzoo.config import compose_run
+from bugzoo.errors import ArgumentParser, UsageError
+from bugzoo.harness.runner import execute
+from bugzoo.harness.sweep import QUICK_OVERRIDES
+from bugzoo.harness.watch import run_view
+from bugzoo.judge.conformance import _reachable_strings, _stable
+from bugzoo.judge.validity import compare, control_overrides, measure_symptom
+from bugzoo.scenarios import default_scenario, list_scenarios
+from bugzoo.train import Trainer
+
+PLANT_STEPS = 8  # steps before a forced onset, and steps run after the onset
+QUICK_SEEDS = (0, 1, 2)
+SHORT = ("harness.eval_interval=4", "harness.device=cpu", "seed=0")
+
+
+class BugCheckError(AssertionError):
+    """A bug broke a rule of the catalogue."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """How one model runs the bug and its clean control (overrides of each)."""
+
+    model: str
+    buggy: tuple[str, ...]
+    control: tuple[str, ...]
+
+
+def settings(bug: Bug, models: list[str] | None = None) -> list[Setting]:
+    """One setting per model the bug lists (or per one of ``models``): the bug's scenario on
+    that model (one starting at the bug's own onset first), else the model's default scenario
+    with the bug planted."""
+    unknown = [m for m in models or () if m not in bug.models]
+    if unknown:
+        raise UsageError(f"bug '{bug.id}' does not apply to model(s) {', '.join(unknown)} "
+                         f"(it applies to: {', '.join(bug.models)})")
+    chosen = []
+    for model in [m for m in bug.models if not models or m in models]:
+        found = sorted((s for s in list_scenarios() if s.bug == bug.id and s.model == model),
+                       key=lambda s: ("onset" in s.bug_config, s.id))
+        if found:
+            chosen.append(Setting(model, (f"scenario={found[0].id}",),
+                                  tuple(control_overrides(found[0]))))
+        else:
+            base = f"scenario={default_scenario(model).id}"
+            chosen.append(Setting(model, (base, f"bug={bug.id}"), (base,)))
+    return chosen
+
+
+def check_card(bug: Bug) -> str:
+    if gaps := bug.card_gaps():
+        raise BugCheckError(f"incomplete card: {', '.join(gaps)}")
+    return "the card is complete"
+
+
+@dataclass(frozen=True)
+class Short:
+    """The short runs of one setting: overrides both runs share, the buggy run's own (an onset
+    forced mid-run), and the onset."""
+
+    shared: tuple[str, ...]
+    planted: tuple[str, ...]
+    onset: int
+
+    def buggy(self, setting: Setting) -> list[str]:
+        return [*setting.buggy, *self.shared, *self.planted]
+
+    def control(self, setting: Setting) -> list[str]:
+        return [*setting.control, *self.shared]
+
+
+def short_runs(bug: Bug, setting: Setting) -> Short:
+    """A bug planted from step 0 that can wait starts at step ``PLANT_STEPS`` instead, so the
+    steps before it can be compared with the control's; the run goes on ``PLANT_STEPS`` more."""
+    onset = int(compose_run([*setting.buggy, *SHORT]).bug.onset)
+    planted: tuple[str, ...] = ()
+    if onset == 0 and bug.honours_onset:
+        onset, planted = PLANT_STEPS, (f"bug.onset={PLANT_STEPS}",)
+    return Short((f"harness.steps={onset + PLANT_STEPS}", *SHORT), planted, onset)
+
+
+def check_plant(bug: Bug, setting: Setting) -> str:
+    """The plant changes the run, and not before its onset."""
+    short = short_runs(bug, setting)
+    onset = short.onset
+    buggy = execute(compose_run(short.buggy(setting)))
+    control = execute(compose_run(short.control(setting)))
+    b, c = _stable(buggy.trace), _stable(control.trace)
+    before = (b[b.step < onset].reset_index(drop=True), c[c.step < onset].reset_index(drop=True))
+    if not before[0].equals(before[1]):
+        raise BugCheckError(f"the trace differs from the control's before the onset (step "
+                            f"{onset}): a plant must be invisible until it starts")
+    metric = bug.check.metric
+    if b.equals(c) and buggy.summary.get(metric) == control.summary.get(metric):
+        raise BugCheckError(f"the plant changes nothing: over {onset + PLANT_STEPS} steps the "
+                            f"trace and {metric} equal the control's")
+    return f"the plant changes the run, and before step {onset} the trace equals the control's"
+
+
+def check_deterministic(bug: Bug, setting: Setting) -> str:
+    """Two runs of one seed give the same trace, bitwise."""
+    if bug.check.direction == "varies":
+        return "not required: the symptom is that two runs of one seed disagree"
+    cfg = short_runs(bug, setting).buggy(setting)
+    first, second = (_stable(execute(compose_run(cfg)).trace) for _ in range(2))
+    if not first.equals(second):
+        raise BugCheckError("two runs with seed 0 give different traces: seed every source of "
+                            "randomness the plant uses from the run")
+    return "two runs of one seed give the same trace"
+
+
+def names_of(bug: Bug) -> set[str]:
+    """What would give the bug away: its id, its name without the namespace, its class name."""
+    names = {bug.id, bug.id.rsplit("/", 1)[-1]}
+    if type(bug) is not Bug:
+        names.add(type(bug).__name__)
+    return names
+
+
+def check_blind(bug: Bug, setting: Setting) -> str:
+    """No string a detector can reach from the run view, nor the environment, names the bug."""
+    cfg = compose_run(short_runs(bug, setting).buggy(setting))
+    trainer = Trainer(cfg, bug).build()
+    names = names_of(bug)
+    leaks = sorted(s for s in _reachable_strings(run_view(trainer)) if any(n in s for n in names))
+    leaks += sorted(f"env {k}" for k, v in os.environ.items()
+                    if any(n in k or n in v for n in names))
+    if leaks:
+        raise BugCheckError(f"a detector can read the bug's name: {leaks[:5]}")
+    return "nothing a detector can read names the bug"
+
+
+def check_validate(bug: Bug, setting: Setting) -> str:
+    """The symptom metric moves the declared way on quick settings."""
+    metric, direction = bug.check.metric, bug.check.direction
+    quick = [*QUICK_OVERRIDES, "harness.device=cpu"]
+    buggy = [measure_symptom([*setting.buggy, *quick], s, metric, direction) for s in QUICK_SEEDS]
+    clean = [measure_symptom([*setting.control, *quick], s, metric, direction)
+             for s in QUICK_SEEDS]
+    result = compare(metric, direction, buggy, clean)
+    effect = result.effect
+    moved = (effect < 0 if direction == "lower" else effect > 0) if not math.isnan(effect) \
+        else result.p_value < 0.5  # no finite buggy value: every buggy run was the worst
+    seen = f"{metric} {direction}: effect {effect:+.3g}, p = {result.p_value:.2g}"
+    if not moved:
+        raise BugCheckError(f"quick validate ({len(QUICK_SEEDS)} seeds) did not see the "
+                            f"symptom ({seen}; buggy {buggy}, clean {clean})")
+    return f"quick validate ({len(QUICK_SEEDS)} seeds, 60 steps) sees {seen}"
+
+
+PER_MODEL = (check_plant, check_deterministic, check_blind, check_validate)
+
+
+def bug_checks(bug_id: str, models: list[str] | None = None) -> Iterator[tuple[str, str]]:
+    """Run every check, yielding (check, what it found); a failure raises BugCheckError
+    naming the check and the model."""
+    bug = get_bug(bug_id)
+    chosen = settings(bug, models)
+    try:
+        yield "check_card", check_card(bug)
+    except BugCheckError as e:
+        raise BugCheckError(f"check_card: {e}") from None
+    for setting in chosen:
+        for check in PER_MODEL:
+            name = f"{check.__name__} [{setting.model}]"
+            try:
+                yield name, check(bug, setting)
+            except BugCheckError as e:
+                raise BugCheckError(f"{name}: {e}") from None
+
+
+def check_bug(bug_id: str, models: list[str] | None = None) -> list[str]:
+    """Run every check on the bug; raise BugCheckError on the first failure, else return the
+    names of the checks passed (for a plug-in's own tests)."""
+    return [name for name, _ in bug_checks(bug_id, models)]
+
+
+def main(argv: list[str]) -> int:
+    p = ArgumentParser(prog="bugzoo check-bug", description=__doc__.splitlines()[0])
+    p.add_argument("bug", help="a bug id, e.g. double_softmax or mylab/label_noise")
+    p.add_argument("--models", nargs="+", metavar="MODEL",
+                   help="only these of the bug's models (default: all it lists)")
+    args = p.parse_args(argv)
+    passed = 0
+    try:
+        for name, found in bug_checks(args.bug, args.models):
+            print(f"ok   {name}: {found}")
+            passed += 1
+    except BugCheckError as e:
+        print(f"FAIL {e}", file=sys.stderr)
+        print(f"bugzoo check-bug: {args.bug} breaks a rule of the catalogue", file=sys.stderr)
+        return 1
+    print(f"{args.bug} passes all {passed} checks")
+    return 0
+
