@@ -199,3 +199,17 @@ def test_baselines_score_about_zero_on_the_quick_sweep(tmp_path):
     assert board.loc["always_alarm", "recall"] == 1.0  # it "catches" every bug...
     assert board.loc["always_alarm", "false_alarm_rate"] == 1.0  # ...at the price of them all
     assert board.loc["suite: built-ins", "score"] > board.loc["always_alarm", "score"]
+
+
+def test_delay_after_symptom_counts_from_the_first_nonfinite_step():
+    summary = {"scenario": "mlp-log_of_zero", "seed": 0, "bug": "log_of_zero",
+               "category": "numerics", "onset": 0, "first_nonfinite_step": 7,
+               "detectors": {"a": status(), "b": status()}}
+    alarms = pd.DataFrame([("a", 9, "s", "numerics", ""), ("b", 3, "s", "numerics", "")],
+                          columns=store.ALARM_COLUMNS)
+    rows = {r["detector"]: r for r in scoring.judge_run(summary, alarms, pd.Series(dtype=float))}
+    assert (rows["a"]["delay_steps"], rows["a"]["delay_after_symptom_steps"]) == (9, 2)
+    assert rows["b"]["delay_after_symptom_steps"] == -4  # alarmed before the loss went NaN
+    quiet = scoring.judge_run(summary | {"first_nonfinite_step": None}, alarms,
+                              pd.Series(dtype=float))
+    assert all(r["delay_after_symptom_steps"] is None for r in quiet)

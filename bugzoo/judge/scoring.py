@@ -83,6 +83,9 @@ def judge_run(summary: dict, alarms: pd.DataFrame, elapsed: pd.Series) -> list[d
     run's seconds at the end of each step, by step (empty: no delays in seconds)."""
     clean = not summary.get("bug")
     onset = int(summary.get("onset") or 0)
+    # the symptom's first step, where a practitioner can first see it: the first step whose
+    # loss or gradients hold a non-finite value (None for runs that stay finite)
+    symptom = summary.get("first_nonfinite_step")
     rows = []
     for name, status in (summary.get("detectors") or {}).items():
         mine = alarms[alarms["detector"] == name].sort_values("step", kind="stable")
@@ -104,6 +107,7 @@ def judge_run(summary: dict, alarms: pd.DataFrame, elapsed: pd.Series) -> list[d
             "outcome": outcome, "alarm_step": step,
             "alarm_category": first["category"] if first is not None else None,
             "delay_steps": step - onset if hit else None,
+            "delay_after_symptom_steps": step - symptom if hit and symptom is not None else None,
             "delay_s": (float(elapsed.get(step, math.nan)) - _onset_time(elapsed, onset))
             if hit and len(elapsed) else None,
             "diagnosed": (first["category"] == summary.get("category")) if hit else None,
@@ -320,7 +324,9 @@ def apart_board(table: pd.DataFrame, kind: str) -> pd.DataFrame:
         hits = g[g["outcome"] == "hit"]
         rows.append({"detector": d, "runs": len(g), "early": int((g["outcome"] == "early").sum()),
                      **_rate("recall", len(hits), len(judged)),
-                     **_median("median_delay_steps", hits["delay_steps"])})
+                     **_median("median_delay_steps", hits["delay_steps"]),
+                     **_median("median_delay_after_symptom_steps",
+                               hits["delay_after_symptom_steps"])})
     return pd.DataFrame(rows)
 
 
@@ -338,7 +344,9 @@ def category_board(table: pd.DataFrame) -> pd.DataFrame:
                      **_rate("recall", len(hits), len(judged)),
                      **_rate("diagnosis_accuracy",
                              int(hits["diagnosed"].fillna(False).astype(bool).sum()), len(hits)),
-                     **_median("median_delay_steps", hits["delay_steps"])})
+                     **_median("median_delay_steps", hits["delay_steps"]),
+                     **_median("median_delay_after_symptom_steps",
+                               hits["delay_after_symptom_steps"])})
     return pd.DataFrame(rows)
 
 
