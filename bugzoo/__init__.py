@@ -35,16 +35,17 @@ _EXPORTS = {
     "load_detector": "bugzoo.detector",
     "Observation": "bugzoo.telemetry",
     "get_scenario": "bugzoo.scenarios", "list_scenarios": "bugzoo.scenarios",
-    "check_detector": "bugzoo.judge.conformance",
+    "check_bug": "bugzoo.judge.bugcheck", "check_detector": "bugzoo.judge.conformance",
     "parametrize_with_checks": "bugzoo.judge.conformance",
 }
-__all__ = ["Alarm", "Bug", "Detector", "Observation", "RunView", "check_detector", "get_bug",
-           "get_scenario", "list_bugs", "list_scenarios", "load_detector",
+__all__ = ["Alarm", "Bug", "Detector", "Observation", "RunView", "check_bug", "check_detector",
+           "get_bug", "get_scenario", "list_bugs", "list_scenarios", "load_detector",
            "parametrize_with_checks", "versions"]
 
 if TYPE_CHECKING:
     from bugzoo.bugs import Bug, get_bug, list_bugs
     from bugzoo.detector import Alarm, Detector, RunView, load_detector
+    from bugzoo.judge.bugcheck import check_bug
     from bugzoo.judge.conformance import check_detector, parametrize_with_checks
     from bugzoo.scenarios import get_scenario, list_scenarios
     from bugzoo.telemetry import Observation
