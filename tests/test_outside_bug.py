@@ -1,7 +1,7 @@
 """The worked example of README's "Adding a bug or a scenario": tests/examples/outside_bug, a
 package of its own with one bug plug-in and one scenario folder, installed into a temporary
-folder (nothing of this repository edited) and run through check-bug, list, run (a Hydra glob
-sweep), bench, validate and curves (#20)."""
+folder (nothing of this repository edited) and run through check-bug, list, show, run (a Hydra
+glob sweep), bench, validate, curves and export (#20)."""
 
 from __future__ import annotations
 
@@ -107,3 +107,8 @@ def test_list_run_bench_validate_and_curves_on_the_example(installed, tmp_path):
     cli("curves", BUG, "model=mlp", *include, *seeds, "--runs", runs, "--out",
         str(tmp_path / "curves"), "--no-progress", *QUICK)
     assert (tmp_path / "curves" / "mylab--label_smoothing_extreme.png").stat().st_size > 10_000
+
+    assert SCENARIO in cli("export", "--list", *include).split()
+    cli("export", SCENARIO, "--out", str(tmp_path / "export"), *include)
+    buggy, fixed = ((tmp_path / "export" / f"{v}.py").read_text() for v in ("buggy", "fixed"))
+    assert "label_smoothing=0.9" in buggy and "label_smoothing=" not in fixed

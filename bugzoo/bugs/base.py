@@ -89,6 +89,11 @@ class Bug:
     # starts at unless a scenario says otherwise, and the `bug.params` its plant reads
     default_onset: int = 0
     default_params: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    # a plug-in bug's `bugzoo export` patch, per model with a reproducer template: (fixed text,
+    # buggy text) replacements of that template, each matching once (a built-in's are kept with
+    # the templates, in bugzoo/teach/reproducers/)
+    reproducers: Mapping[str, tuple[tuple[str, str], ...]] = field(default_factory=dict,
+                                                                   compare=False)
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:

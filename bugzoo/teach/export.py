@@ -11,9 +11,9 @@ import importlib
 from pathlib import Path
 from string import Template
 
-from bugzoo.bugs import get_bug
+from bugzoo.bugs import Bug, get_bug, plugins
 from bugzoo.errors import ArgumentParser, UsageError
-from bugzoo.scenarios import get_scenario
+from bugzoo.scenarios import get_scenario, list_scenarios
 from bugzoo.teach.reproducers import Delta
 
 TEMPLATE_MODELS = ("mlp",)  # models with a reproducer template in bugzoo/reproducers/<model>.py
@@ -25,8 +25,15 @@ def _family(model: str):
 
 
 def supported() -> list[str]:
-    """Scenario ids that can be exported."""
-    return sorted(f"{m}-{b}" for m in TEMPLATE_MODELS for b in _family(m).DELTAS)
+    """Scenario ids that can be exported: bugzoo's own with a delta beside their model's
+    template, and registered scenarios of plug-in bugs that carry a patch for it."""
+    own = {f"{m}-{b}" for m in TEMPLATE_MODELS for b in _family(m).DELTAS}
+    return sorted(own | {s.id for s in list_scenarios() if s.bug in plugins()
+                         and s.model in get_bug(s.bug).reproducers})
+
+
+def _delta(model: str, bug: Bug) -> Delta:
+    return _family(model).DELTAS.get(bug.id) or Delta(tuple(map(tuple, bug.reproducers[model])))
 
 
 def render(scenario: str) -> dict[str, str]:
@@ -36,7 +43,7 @@ def render(scenario: str) -> dict[str, str]:
         raise UsageError(f"no standalone reproducer for scenario '{scenario}' "
                          f"(supported: {', '.join(supported())})")
     family, bug = _family(spec.model), get_bug(spec.bug)
-    delta: Delta = family.DELTAS[spec.bug]
+    delta = _delta(spec.model, bug)
     fixed = family.TEMPLATE
     buggy = fixed
     for old, new in delta.patch:

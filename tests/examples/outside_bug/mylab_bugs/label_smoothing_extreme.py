@@ -30,6 +30,9 @@ BUG = LabelSmoothingExtreme(
     models=("mlp", "lstm"),
     default_onset=0,
     default_params={"label_smoothing": 0.9},
+    # `bugzoo export`: the same mistake patched into bugzoo's standalone mlp reproducer
+    reproducers={"mlp": (("return F.cross_entropy(logits, y)",
+                          "return F.cross_entropy(logits, y, label_smoothing=0.9)"),)},
     symptom=("the training loss flattens far above zero and the validation loss ends well above "
              "the clean run's: predictions stay close to uniform, even where accuracy looks "
              "fine"),
