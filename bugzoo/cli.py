@@ -28,6 +28,8 @@ VERBS: dict[str, tuple[str, str]] = {
     "score": ("bugzoo.judge.scoring:main", "recompute the leaderboard of a stored sweep"),
     "traces": ("bugzoo.harness.traceset:main",
                "export a sweep's observations as a compact trace set (for bench --replay)"),
+    "tensorboard": ("bugzoo.integrations.tensorboard:main",
+                    "write stored runs as TensorBoard logs (trace scalars, alarms as text)"),
     "check": ("bugzoo.judge.conformance:main", "run the conformance suite on one detector"),
     "check-bug": ("bugzoo.judge.bugcheck:main", "check one bug: card, plant, determinism, "
                   "blindness, quick validate"),

@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "bugzoo"
-RANK = {"core": 0, "harness": 1, "judge": 2, "teach": 3}
+RANK = {"core": 0, "harness": 1, "integrations": 2, "judge": 3, "teach": 4}
 # bugzoo/__init__.py re-exports the plug-in contract from every layer (lazily, by name), and
 # cli.py names the verbs of every layer (as "module:function" strings): both sit above them all
 ABOVE_THE_LAYERS = {"__init__.py", "cli.py"}

@@ -5,12 +5,13 @@ nothing stored changes."""
 from __future__ import annotations
 
 import hashlib
+import shlex
 import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import quick_cfg
+from conftest import quick_cfg, readme_examples
 from filelock import FileLock
 
 from bugzoo.cli import main
@@ -86,6 +87,20 @@ def test_a_trace_set_replays_as_its_sweep_and_changes_nothing(sweep, tmp_path):
                                   from_sweep)
     assert main(["bench", "--replay", str(traces), "--detectors", "loss_plateau"]) == 0
     assert snapshot(sweep) == before and snapshot(traces) == made
+
+
+def test_readme_replay_example(sweep, tmp_path, monkeypatch):
+    """README's commands, with its reference sweep played by this module's small one."""
+    monkeypatch.chdir(tmp_path)
+    traceset.export(sweep, traceset.DEFAULT_OUT, "bugzoo traces export (the committed set)")
+    [example] = readme_examples("Score a detector in seconds: trace replay", "bash")
+    for line in example.strip().splitlines():
+        argv = shlex.split(line.split("#")[0].replace("results/runs/bench", str(sweep)))
+        assert argv[0] == "bugzoo" and main(argv[1:]) == 0, line
+    assert traceset.is_traceset(traceset.DEFAULT_OUT)
+    assert "bugzoo traces export" in (traceset.DEFAULT_OUT / "command.txt").read_text()
+    board = pd.read_csv("results/runs/replayed/leaderboard.csv")
+    assert set(REPLAYABLE) <= set(board["detector"])
 
 
 def _without_layer_norms(sweep: Path, tmp_path: Path) -> Path:

@@ -1,8 +1,8 @@
 """Stored observations read back for replay: a sweep's run folders, or a compact trace set.
 
 A trace set is one folder holding a whole sweep's observations in three Parquet tables, small
-enough to commit: ``runs.parquet`` (one row per run: what scoring and a detector's RunView
-need), ``trace.parquet`` and ``layer_grad_norms.parquet`` (every run's tables, keyed by
+enough to commit: ``runs.parquet`` (one row per run: the scalars of its ``summary.json``, what
+scoring and a detector's RunView read), ``trace.parquet and ``layer_grad_norms.parquet`` (every run's tables, keyed by
 ``run``), beside ``command.txt`` (the commands that made it). ``bugzoo traces export <sweep>``
 writes one; a float column is kept as float32 only where that loses nothing.
 """
@@ -29,17 +29,14 @@ log = logging.getLogger(__name__)
 
 RUNS_FILE, TRACE_FILE = "runs.parquet", "trace.parquet"
 TRACESET_FILES = (RUNS_FILE, TRACE_FILE, store.LAYERS_FILE)
-# what a replayed run needs of its summary.json: the RunView facts and what scoring reads
-RUN_KEYS = {"scenario": str, "seed": int, "model": str, "dataset": str, "num_classes": int,
-            "steps": int, "device": str, "bug": str, "category": str, "loud": bool,
-            "latent": bool, "onset": int, "outcome": str}
 DEFAULT_OUT = Path("results/traces")
 PARQUET = {"compression": "zstd", "compression_level": 19, "index": False}
 
 
 @dataclass
 class StoredRun:
-    """One stored run: its summary's ``RUN_KEYS``, its trace and its per-layer gradient norms."""
+    """One stored run: its summary's scalars (nested values such as the detectors' statuses
+    left out), its trace and its per-layer gradient norms."""
 
     summary: dict
     trace: pd.DataFrame
@@ -61,7 +58,7 @@ def stored_runs(source: Path) -> Iterator[StoredRun]:
     if is_traceset(source):
         return _traceset_runs(source)
     paths = _sweep_runs(source)
-    return (StoredRun(_run_keys(store.read_summary(p)), store.read_trace(p),
+    return (StoredRun(_scalars(store.read_summary(p)), store.read_trace(p),
                       store.read_layers(p)) for p in paths)
 
 
@@ -82,8 +79,8 @@ def _sweep_runs(sweep_dir: Path) -> list[Path]:
     return paths
 
 
-def _run_keys(summary: dict) -> dict:
-    return {key: summary.get(key) for key in RUN_KEYS}
+def _scalars(summary: dict) -> dict:
+    return {k: v for k, v in summary.items() if not isinstance(v, dict | list)}
 
 
 def _traceset_runs(folder: Path) -> Iterator[StoredRun]:
@@ -92,11 +89,10 @@ def _traceset_runs(folder: Path) -> Iterator[StoredRun]:
     layers = pd.read_parquet(folder / store.LAYERS_FILE)
     trace_at = np.searchsorted(trace["run"].to_numpy(), np.arange(len(runs) + 1))
     layers_at = np.searchsorted(layers["run"].to_numpy(), np.arange(len(runs) + 1))
-    for i, row in enumerate(runs.to_dict("records")):
-        yield StoredRun({k: None if pd.isna(v) else cast(v) for (k, cast), v in
-                         zip(RUN_KEYS.items(), (row[k] for k in RUN_KEYS), strict=True)},
-                        _widened(trace.iloc[trace_at[i]:trace_at[i + 1]].drop(columns="run")),
-                        _widened(layers.iloc[layers_at[i]:layers_at[i + 1]].drop(columns="run")))
+    for i, summary in enumerate(runs.to_dict("records")):  # a missing value reads as None
+        rows, norms = slice(*trace_at[i:i + 2]), slice(*layers_at[i:i + 2])
+        yield StoredRun(summary, _widened(trace.iloc[rows].drop(columns="run")),
+                        _widened(layers.iloc[norms].drop(columns="run")))
 
 
 # ----------------------------------------------------------------------------- export
@@ -138,7 +134,7 @@ def export(sweep_dir: Path, out: Path, command: str) -> Path:
     trace = pd.concat(traces, ignore_index=True)
     if "scale" in trace.columns:  # None without a GradScaler; read back as such
         trace["scale"] = pd.to_numeric(trace["scale"])
-    tables = {RUNS_FILE: pd.DataFrame(runs).astype({"seed": "int64"}),
+    tables = {RUNS_FILE: pd.DataFrame(runs).convert_dtypes(),  # ints stay ints beside None
               TRACE_FILE: _narrowed(trace[["run", *trace.columns.drop("run")]]),
               store.LAYERS_FILE: _narrowed(pd.concat(layers, ignore_index=True)[
                   ["run", "step", "layer", "grad_norm"]].astype({"layer": "category"}))}
