@@ -10,25 +10,18 @@ from torch.utils.data import DataLoader, TensorDataset
 from bugzoo.harness.runner import execute
 
 
-@pytest.fixture(scope="module")
-def example() -> dict:
-    """README's Lightning examples run in one namespace: a real fit that diverges."""
-    namespace: dict = {"__name__": "readme_lightning"}
+def test_a_detector_in_a_real_fit_and_a_lightning_monitor_as_a_detector():
+    """One test, so one worker pays for importing Lightning."""
+    example: dict = {"__name__": "readme_lightning"}  # README's examples: a fit that diverges
     for block in readme_examples("Lightning", "python"):
-        exec(compile(block, "README.md", "exec"), namespace)
-    return namespace
-
-
-def test_a_detector_alarms_logs_and_stops_a_real_fit(example):
+        exec(compile(block, "README.md", "exec"), example)
     watch, trainer = example["watch"], example["trainer"]
     first = watch.alarms[0]
     assert (first.symptom, first.category) == ("nonfinite", "numerics")
     assert trainer.global_step == first.step + 1 < 200  # stopped on the alarm
     assert trainer.callback_metrics["bugzoo/nonfinite"] == len(watch.alarms)
 
-
-def test_a_lightning_monitor_is_benchmarked_as_a_detector(example):
-    divergence = example["Divergence"]()
+    divergence = example["Divergence"]()  # the user's monitor, in bugzoo's loop as in a bench
     divergence.name = "divergence"
     result = execute(quick_cfg("scenario=mlp-lr_too_high", steps=30), [divergence])
     assert "anomaly/grad_spike" in set(result.alarms["symptom"])
@@ -40,7 +33,7 @@ def test_a_lightning_monitor_is_benchmarked_as_a_detector(example):
     assert result.summary["detectors"]["divergence"]["error"] is None
     import lightning as L  # here, not at collection: every xdist worker would pay for it
 
-    data = example["data"]  # and inside a real Trainer the monitor does what it did here
+    data = example["data"]  # and inside a real Trainer the monitor does what it did there
     fit = L.Trainer(max_steps=100, callbacks=[example["DivergenceMonitor"]()], logger=False,
                     enable_checkpointing=False, enable_progress_bar=False,
                     enable_model_summary=False)

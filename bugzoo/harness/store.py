@@ -71,17 +71,23 @@ def write_run(final: Path, config: dict, trace: pd.DataFrame, alarms: pd.DataFra
         for f in tmp.iterdir():
             with open(f, "rb") as fh:
                 os.fsync(fh.fileno())
-        if final.exists():  # a deliberate rerun replaces the old run
-            old = final.with_name(f".{final.name}.old-{os.getpid()}")
-            final.rename(old)
-            tmp.rename(final)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(final)
+        move_into_place(tmp, final)  # a deliberate rerun replaces the old run
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return final
+
+
+def move_into_place(tmp: Path, final: Path) -> None:
+    """Rename the finished folder ``tmp`` to ``final``, replacing a folder there: a reader sees
+    the old one or the new one, never a mix."""
+    if final.exists():
+        old = final.with_name(f".{final.name}.old-{os.getpid()}")
+        final.rename(old)
+        tmp.rename(final)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        tmp.rename(final)
 
 
 def is_complete(path: Path) -> bool:

@@ -10,7 +10,6 @@ writes one; a float column is kept as float32 only where that loses nothing.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import shutil
 import tempfile
@@ -142,18 +141,15 @@ def export(sweep_dir: Path, out: Path, command: str) -> Path:
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-"))
     try:
         for name, table in tables.items():
-            table.to_parquet(tmp / name, **PARQUET)
+            floats = [c for c in table.columns if table[c].dtype.kind == "f"]
+            # floats byte-split (their exponents compress), the rest dictionary-encoded
+            table.to_parquet(tmp / name, **PARQUET, use_byte_stream_split=floats,
+                             use_dictionary=[c for c in table.columns if c not in floats])
         made_by = Path(sweep_dir) / store.SWEEP_COMMAND
         if made_by.is_file():
             shutil.copy(made_by, tmp / store.SWEEP_COMMAND)
         store.write_sweep_command(tmp, command)
-        if out.exists():
-            old = out.with_name(f".{out.name}.old-{os.getpid()}")
-            out.rename(old)
-            tmp.rename(out)
-            shutil.rmtree(old)
-        else:
-            tmp.rename(out)
+        store.move_into_place(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

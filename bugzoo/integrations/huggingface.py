@@ -7,8 +7,6 @@ benchmarked as a bugzoo detector (:class:`TrainerCallbackDetector`). Gradients a
 
 from __future__ import annotations
 
-import math
-import re
 import tempfile
 from collections.abc import Callable
 from typing import Any
@@ -17,7 +15,7 @@ import torch
 from torch import nn
 
 from bugzoo.detector import Alarm, Detector, RunView
-from bugzoo.integrations.live import LiveWatch, foreign_view, guarded, missing_extra
+from bugzoo.integrations.live import CallbackDetector, LiveWatch, foreign_view, missing_extra
 from bugzoo.telemetry import Observation
 
 try:
@@ -79,7 +77,7 @@ class DetectorCallback(TrainerCallback):
         self.live.finish()
 
 
-class TrainerCallbackDetector(Detector):
+class TrainerCallbackDetector(CallbackDetector):
     """A ``transformers.TrainerCallback`` benchmarked as a bugzoo detector. Subclass it, set
     :attr:`callback` (the TrainerCallback class, or any function returning a fresh one) and
     register the subclass under the ``bugzoo.detectors`` entry-point group.
@@ -89,16 +87,12 @@ class TrainerCallbackDetector(Detector):
     ``on_optimizer_step``, ``on_step_end``, then ``on_log`` with the step's ``loss``,
     ``grad_norm`` and ``learning_rate`` (as a Trainer logs them with ``logging_steps=1`` and
     ``logging_nan_inf_filter=False``: the step's own values); on evaluation steps ``on_evaluate`` with
-    ``eval_loss`` and ``eval_accuracy``. An alarm is what a monitor does when it finds
-    something: raise (symptom ``raised``), set ``control.should_training_stop``
-    (``stop_requested``), or add to the logs a key matching :attr:`anomaly_metrics` with a
-    nonzero value (symptom: the key). Its category is :attr:`category`.
+    ``eval_loss`` and ``eval_accuracy``. What it raises, a ``control.should_training_stop``
+    it sets and the anomalies it adds to the logs become alarms (see
+    :class:`CallbackDetector`).
     """
 
-    role = "tool"
     callback: Callable[[], TrainerCallback]
-    anomaly_metrics = r"anomal|alarm|nonfinite|diverg"
-    category = "unknown"
 
     def setup(self, run: RunView) -> None:
         super().setup(run)
@@ -108,13 +102,12 @@ class TrainerCallbackDetector(Detector):
                                       report_to=[], use_cpu=run.device.type == "cpu")
         self.state = TrainerState(max_steps=run.steps, is_world_process_zero=True)
         self.control = TrainerControl()
-        self.stopped = False
         self._call(0, "on_init_end")
         self._call(0, "on_train_begin")
 
     def _call(self, step: int, event: str, **kwargs: Any) -> None:
         fn = getattr(self.monitor, event)
-        guarded(self, step, event, self.category, lambda: fn(
+        self.guarded(step, event, lambda: fn(
             self.args, self.state, self.control, model=self.run.model,
             optimizer=self.run.optimizer, lr_scheduler=self.run.lr_scheduler, **kwargs))
 
@@ -132,16 +125,7 @@ class TrainerCallbackDetector(Detector):
             metrics = {"eval_loss": obs.val_loss, "eval_accuracy": obs.val_acc}
             self._call(step, "on_evaluate", metrics=metrics)
             logs.update(metrics)
-        for key, value in logs.items():
-            if (re.search(self.anomaly_metrics, key) and isinstance(value, int | float | bool)
-                    and value != 0 and not math.isnan(value)):
-                self.queue(self.alarm(step, key, self.category,
-                                      f"the callback logged {key}={value:g}"))
-        if self.control.should_training_stop and not self.stopped:
-            self.stopped = True
-            self.queue(self.alarm(step, "stop_requested", self.category,
-                                  "the callback asked the Trainer to stop"))
-        return self.flush()
+        return self.verdict(step, logs, self.control.should_training_stop)
 
     def teardown(self) -> list[Alarm]:
         if hasattr(self, "monitor"):

@@ -4,8 +4,6 @@ detector (:class:`LightningCallbackDetector`). Needs the ``lightning`` extra."""
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
@@ -14,7 +12,7 @@ import torch
 from torch import nn
 
 from bugzoo.detector import Alarm, Detector, RunView
-from bugzoo.integrations.live import LiveWatch, foreign_view, guarded, missing_extra
+from bugzoo.integrations.live import CallbackDetector, LiveWatch, foreign_view, missing_extra
 from bugzoo.telemetry import Observation
 
 try:
@@ -100,7 +98,7 @@ class _MonitoredModule(pl.LightningModule):
             self.log(name, value)
 
 
-class LightningCallbackDetector(Detector):
+class LightningCallbackDetector(CallbackDetector):
     """A Lightning ``Callback`` benchmarked as a bugzoo detector. Subclass it, set
     :attr:`callback` (the Callback class, or any function returning a fresh Callback) and
     register the subclass under the ``bugzoo.detectors`` entry-point group.
@@ -108,18 +106,14 @@ class LightningCallbackDetector(Detector):
     Each step the callback is called as a Trainer calls it: ``on_train_batch_start``,
     ``on_before_optimizer_step`` (the step's gradients are on the parameters), then
     ``on_train_batch_end`` with the loss; on evaluation steps ``val_loss`` and ``val_acc``
-    join ``trainer.callback_metrics`` and ``on_validation_end`` follows. An alarm is what a
-    monitor does when it finds something: raise (symptom ``raised``), set
-    ``trainer.should_stop`` (``stop_requested``), or log a metric whose name matches
-    :attr:`anomaly_metrics` with a nonzero value (symptom: the metric's name). Its category is
-    :attr:`category`. The callback sees a stand-in Trainer: the attributes callbacks commonly
-    read (``global_step``, ``callback_metrics``, ``optimizers``, ``should_stop``, ...).
+    join ``trainer.callback_metrics`` and ``on_validation_end`` follows. What it raises, a
+    ``trainer.should_stop`` it sets and the anomalies it logs through ``pl_module.log`` become
+    alarms (see :class:`CallbackDetector`). The callback sees a stand-in Trainer: the
+    attributes callbacks commonly read (``global_step``, ``callback_metrics``, ``optimizers``,
+    ``should_stop``, ...).
     """
 
-    role = "tool"
     callback: Callable[[], pl.Callback]
-    anomaly_metrics = r"anomal|alarm|nonfinite|diverg"
-    category = "unknown"
 
     def setup(self, run: RunView) -> None:
         super().setup(run)
@@ -131,14 +125,13 @@ class LightningCallbackDetector(Detector):
             max_steps=run.steps, estimated_stepping_batches=run.steps, sanity_checking=False,
             training=True, is_global_zero=True, world_size=1, lightning_module=self.module,
             logger=None, loggers=[], callbacks=[self.monitor])
-        self.stopped = False
         for hook in ("setup", "on_fit_start", "on_train_start"):
             args = ("fit",) if hook == "setup" else ()
             self._call(0, hook, *args)
 
     def _call(self, step: int, hook: str, *args) -> None:
         fn = getattr(self.monitor, hook)
-        guarded(self, step, hook, self.category, lambda: fn(self.trainer, self.module, *args))
+        self.guarded(step, hook, lambda: fn(self.trainer, self.module, *args))
 
     def observe(self, obs: Observation) -> list[Alarm]:
         trainer, step = self.trainer, obs.step
@@ -155,15 +148,7 @@ class LightningCallbackDetector(Detector):
                                             val_acc=torch.tensor(obs.val_acc))
             self._call(step, "on_validation_end")
         trainer.logged_metrics.update(self.module.logged)
-        for name, value in self.module.logged.items():
-            if re.search(self.anomaly_metrics, name) and value != 0 and not math.isnan(value):
-                self.queue(self.alarm(step, name, self.category,
-                                      f"the callback logged {name}={value:g}"))
-        if trainer.should_stop and not self.stopped:
-            self.stopped = True
-            self.queue(self.alarm(step, "stop_requested", self.category,
-                                  "the callback asked the Trainer to stop"))
-        return self.flush()
+        return self.verdict(step, self.module.logged, trainer.should_stop)
 
     def teardown(self) -> list[Alarm]:
         if hasattr(self, "monitor"):

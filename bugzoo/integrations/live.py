@@ -1,5 +1,6 @@
-"""A bugzoo detector watching a training loop that bugzoo does not run, and a foreign
-callback's hooks guarded so that what they raise becomes an alarm.
+"""A bugzoo detector watching a training loop that bugzoo does not run (:class:`LiveWatch`),
+and a monitor written for such a loop benchmarked as a bugzoo detector
+(:class:`CallbackDetector`).
 
 :class:`LiveWatch` is what the Lightning and Hugging Face callbacks share: it measures each
 optimizer step with bugzoo's own :class:`~bugzoo.telemetry.Telemetry`, hands the Observation
@@ -10,8 +11,10 @@ failing detector never stops the user's training) and returns the alarms raised.
 from __future__ import annotations
 
 import logging
+import math
+import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import torch
 from torch import nn
@@ -94,12 +97,40 @@ class LiveWatch:
         return fresh
 
 
-def guarded(detector: Detector, step: int, hook: str, category: str,
-            call: Callable[[], object]) -> None:
-    """Run one hook of the foreign callback a detector wraps; what it raises is queued as an
-    alarm (symptom ``raised``, in ``category``) instead of breaking the run."""
-    try:
-        call()
-    except Exception as e:  # the monitor's way of saying something is wrong
-        detector.queue(detector.alarm(step, "raised", category,
-                                      f"{hook} raised {type(e).__name__}: {e}"))
+class CallbackDetector(Detector):
+    """A monitor written for another trainer's callbacks, benchmarked as a bugzoo detector (the
+    base of the Lightning and Hugging Face adapters). An alarm is what such a monitor does when
+    it finds something: raise (symptom ``raised``), ask the trainer to stop
+    (``stop_requested``), or log a metric whose name matches :attr:`anomaly_metrics` with a
+    nonzero value (symptom: the metric's name). Its category is :attr:`category`."""
+
+    role = "tool"
+    anomaly_metrics = r"anomal|alarm|nonfinite|diverg"
+    category = "unknown"
+
+    def setup(self, run: RunView) -> None:
+        super().setup(run)
+        self.stopped = False
+
+    def guarded(self, step: int, hook: str, call: Callable[[], object]) -> None:
+        """Run one hook of the monitor; what it raises is queued as an alarm instead of
+        breaking the run."""
+        try:
+            call()
+        except Exception as e:  # the monitor's way of saying something is wrong
+            self.queue(self.alarm(step, "raised", self.category,
+                                  f"{hook} raised {type(e).__name__}: {e}"))
+
+    def verdict(self, step: int, logged: Mapping[str, object], stop: bool) -> list[Alarm]:
+        """The step's alarms: those its hooks queued, then one per anomaly among the metrics
+        the monitor ``logged``, then one the first time it asked to ``stop``."""
+        for name, value in logged.items():
+            if (re.search(self.anomaly_metrics, name) and isinstance(value, int | float)
+                    and value != 0 and not math.isnan(value)):
+                self.queue(self.alarm(step, name, self.category,
+                                      f"the callback logged {name}={value:g}"))
+        if stop and not self.stopped:
+            self.stopped = True
+            self.queue(self.alarm(step, "stop_requested", self.category,
+                                  "the callback asked the trainer to stop"))
+        return self.flush()
