@@ -8,7 +8,8 @@ For a bug (built-in or plug-in) it checks, on short CPU runs of every model the 
 * the run is deterministic for a seed (unless the symptom is that it is not: ``varies``);
 * nothing a detector can read (the run view's strings, the environment) names the bug;
 * ``validate`` on quick settings (60 steps, seeds 0-2) moves the symptom metric the declared
-  way (3 seeds against 3 cannot prove it: ``bugzoo validate`` with 5 seeds does).
+  way (3 seeds against 3 cannot prove it: ``bugzoo validate`` with 5 seeds does); a scenario
+  marked ``latent`` gives its measured reason instead.
 
 Each model runs the bug's scenario there when one is registered (built-in or ``--include``d),
 else the model's default scenario with the bug planted.
@@ -49,6 +50,7 @@ class Setting:
     model: str
     buggy: tuple[str, ...]
     control: tuple[str, ...]
+    latent: str | None = None  # the scenario's measured reason it shows no symptom, if any
 
 
 def settings(bug: Bug, models: list[str] | None = None) -> list[Setting]:
@@ -65,7 +67,7 @@ def settings(bug: Bug, models: list[str] | None = None) -> list[Setting]:
                        key=lambda s: ("onset" in s.bug_config, s.id))
         if found:
             chosen.append(Setting(model, (f"scenario={found[0].id}",),
-                                  tuple(control_overrides(found[0]))))
+                                  tuple(control_overrides(found[0])), found[0].latent))
         else:
             base = f"scenario={default_scenario(model).id}"
             chosen.append(Setting(model, (base, f"bug={bug.id}"), (base,)))
@@ -119,6 +121,8 @@ def check_plant(bug: Bug, setting: Setting) -> str:
     if b.equals(c) and buggy.summary.get(metric) == control.summary.get(metric):
         raise BugCheckError(f"the plant changes nothing: over {onset + PLANT_STEPS} steps the "
                             f"trace and {metric} equal the control's")
+    if onset == 0:
+        return "the plant changes the run (it is planted when the run is built: from step 0)"
     return f"the plant changes the run, and before step {onset} the trace equals the control's"
 
 
@@ -156,7 +160,10 @@ def check_blind(bug: Bug, setting: Setting) -> str:
 
 
 def check_validate(bug: Bug, setting: Setting) -> str:
-    """The symptom metric moves the declared way on quick settings."""
+    """The symptom metric moves the declared way on quick settings (a latent scenario, which
+    shows none in its setting, says why instead)."""
+    if setting.latent:
+        return f"not required: the scenario is latent ({setting.latent})"
     metric, direction = bug.check.metric, bug.check.direction
     quick = [*QUICK_OVERRIDES, "harness.device=cpu"]
     buggy = [measure_symptom([*setting.buggy, *quick], s, metric, direction) for s in QUICK_SEEDS]
