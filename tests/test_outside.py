@@ -107,6 +107,7 @@ UNKNOWN = [
     (["perf", "overhead", "--models", "mpl"], "model", "mlp"),
     (["perf", "overhead", "--detectors", "nonfinit"], "detector", "nonfinite"),
     (["check", "nonfinit"], "detector", "nonfinite"),
+    (["check-bug", "double_softmx"], "bug", "double_softmax"),
     (["quiz", "--model", "mpl"], "model", "mlp"),
     (["quiz", "--category", "los"], "category", "loss"),
     (["export", "mlp-dubble_softmax"], "scenario", "mlp-double_softmax"),
