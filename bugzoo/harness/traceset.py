@@ -84,14 +84,14 @@ def _scalars(summary: dict) -> dict:
 
 def _traceset_runs(folder: Path) -> Iterator[StoredRun]:
     runs = pd.read_parquet(folder / RUNS_FILE)
-    trace = pd.read_parquet(folder / TRACE_FILE)
-    layers = pd.read_parquet(folder / store.LAYERS_FILE)
+    trace = _widened(pd.read_parquet(folder / TRACE_FILE))
+    layers = _widened(pd.read_parquet(folder / store.LAYERS_FILE))
     trace_at = np.searchsorted(trace["run"].to_numpy(), np.arange(len(runs) + 1))
     layers_at = np.searchsorted(layers["run"].to_numpy(), np.arange(len(runs) + 1))
     for i, summary in enumerate(runs.to_dict("records")):  # a missing value reads as None
         rows, norms = slice(*trace_at[i:i + 2]), slice(*layers_at[i:i + 2])
-        yield StoredRun(summary, _widened(trace.iloc[rows].drop(columns="run")),
-                        _widened(layers.iloc[norms].drop(columns="run")))
+        yield StoredRun(summary, trace.iloc[rows].drop(columns="run"),
+                        layers.iloc[norms].drop(columns="run"))
 
 
 # ----------------------------------------------------------------------------- export
