@@ -115,7 +115,7 @@ def _without_layer_norms(sweep: Path, tmp_path: Path) -> Path:
     (["bench", "--replay", "{sweep}", "--detectors", "stale_grads"],
      "detector stale_grads cannot be replayed: it does not declare observation_only"),
     (["bench", "--replay", "{sweep}", "--quick"], "takes --detectors and --out only"),
-    (["bench", "--replay", "{sweep}", "--out", "{sweep}"], "replay never changes it"),
+    (["bench", "--replay", "{sweep}", "--out", "{sweep}/tables"], "replay never changes it"),
     (["traces", "export", "{empty}"], "holds no stored runs"),
     (["traces", "export", "{sweep}", "--out", "{old}"], "is not a trace set"),
 ])

@@ -2,9 +2,10 @@
 
 A trace set is one folder holding a whole sweep's observations in three Parquet tables, small
 enough to commit: ``runs.parquet`` (one row per run: the scalars of its ``summary.json``, what
-scoring and a detector's RunView read), ``trace.parquet and ``layer_grad_norms.parquet`` (every run's tables, keyed by
-``run``), beside ``command.txt`` (the commands that made it). ``bugzoo traces export <sweep>``
-writes one; a float column is kept as float32 only where that loses nothing.
+scoring and a detector's RunView read), ``trace.parquet`` and ``layer_grad_norms.parquet``
+(every run's tables, keyed by ``run``), beside ``command.txt`` (the commands that made it).
+``bugzoo traces export <sweep>`` writes one; a float column is kept as float32 only where that
+loses nothing.
 """
 
 from __future__ import annotations

@@ -99,14 +99,14 @@ def replay_bench(source: Path, words: list[str] | None, out: Path | None) -> str
     """Replay the detectors ``words`` select on ``source`` and score them; write the tables
     into ``out`` (when given, never into ``source``); return the leaderboard's Markdown."""
     source = Path(source)
-    if out is not None and Path(out).resolve() == source.resolve():
-        raise UsageError(f"--out {out} is the replayed folder: replay never changes it")
+    if out is not None and Path(out).resolve().is_relative_to(source.resolve()):
+        raise UsageError(f"--out {out} is inside the replayed folder {source}: replay never "
+                         "changes it")
     runs = stored_runs(source)  # a folder that holds no replayable run fails here, first
     names = replayable(words)
     start = time.perf_counter()
     table = replay_outcomes(runs, names)
-    log.info("replayed %s on %d runs in %.1f s", ", ".join(names),
-             table[["scenario", "seed"]].drop_duplicates().shape[0],
+    log.info("replayed %s on %d runs in %.1f s", ", ".join(names), len(table) // len(names),
              time.perf_counter() - start)
     command = " ".join(["bugzoo bench --replay", str(source), "--detectors", ",".join(names),
                         *(["--out", str(out)] if out else [])])
