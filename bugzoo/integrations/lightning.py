@@ -65,7 +65,9 @@ class DetectorCallback(pl.Callback):
         if trainer.global_step == self.stepped or loss is None:
             return  # no optimizer step in this batch (accumulating), or nothing to observe
         self.stepped = trainer.global_step
-        if self.live.after_step(trainer.global_step - 1, loss, pl_module.training):
+        scaler = getattr(trainer.precision_plugin, "scaler", None)  # mixed precision's
+        if self.live.after_step(trainer.global_step - 1, loss, pl_module.training,
+                                scaler.get_scale() if scaler is not None else None):
             pl_module.log(f"bugzoo/{self.live.name}", float(len(self.alarms)), on_step=True,
                           on_epoch=False)
             if self.stop_on_alarm:

@@ -61,6 +61,7 @@ class LiveWatch:
         self.watch.call("setup", view)
         self.began = self.step_began = time.perf_counter()
         self.lr = 0.0
+        self.finished = False
         return self._new()
 
     def step_start(self) -> None:
@@ -82,6 +83,10 @@ class LiveWatch:
         return self._new()
 
     def finish(self) -> list[Alarm]:
+        """Tear the detector down (once: a fit may end in an exception, then in its end)."""
+        if self.finished:
+            return []
+        self.finished = True
         self.watch.call("teardown")
         if self.watch.error:
             log.warning("bugzoo detector %s failed: %s", self.name, self.watch.error)
