@@ -65,6 +65,10 @@ class RunView:
     * ``steps``: how many optimizer steps the run will make;
     * ``model_name``, ``dataset``: which reference model and dataset (``"mlp"``, ``"tabular"``);
     * ``lr_scheduler``: the scheduler, or ``None`` for a constant learning rate.
+
+    When stored runs are replayed (``bugzoo bench --replay``), only ``device``,
+    ``num_classes``, ``steps``, ``model_name`` and ``dataset`` are set; the run's objects are
+    ``None``, which is why only ``observation_only`` detectors may be replayed.
     """
 
     model: nn.Module
