@@ -167,7 +167,7 @@ def test_exclusive_detector_gets_a_run_of_its_own(tmp_path):
     out = tmp_path / "sweep"
     done = subprocess.run(
         [sys.executable, "-m", "bugzoo.cli", "bench", "--scenarios", "mlp-lr_too_high",
-         "--seeds", "0", "--workers", "1", "--out", str(out), "--no-progress",
+         "--seeds", "0", "--workers", "1", "--out", str(out), "--no-progress", "--no-overhead",
          "--detectors", "nonfinite", "anomaly", "harness.steps=30", "harness.eval_interval=10"],
         capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
