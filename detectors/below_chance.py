@@ -41,5 +41,5 @@ class BelowChance(Detector):
         self.fired = True
         return [self.alarm(obs.step, "below_chance", "data",
                            f"validation accuracy {obs.val_acc:.3f} is below half of chance "
-                           f"(chance: {self.chance:.3f}) while the training loss is {obs.loss:.3g}: the "
-                           "splits disagree on the labels")]
+                           f"(chance: {self.chance:.3f}) while the training loss is "
+                           f"{obs.loss:.3g}: the splits disagree on the labels")]

@@ -71,8 +71,9 @@ class LossForensics(Detector):
             swing = statistics.median(abs(b - a) for a, b in zip(tail, tail[1:], strict=False))
             progress = statistics.median(self.losses[-4 * w:-2 * w]) - statistics.median(tail)
             if swing > self.oscillate * start and progress <= 0:
-                found = ("oscillation", f"loss swings by a median {swing:.3g} a step (> {self.oscillate:g} "
-                                        f"x initial {start:.3g}) without progress")
+                found = ("oscillation", f"loss swings by a median {swing:.3g} a step "
+                                        f"(> {self.oscillate:g} x initial {start:.3g}) "
+                                        "without progress")
         if found is None:
             return []
         self.fired = True

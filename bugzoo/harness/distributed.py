@@ -7,9 +7,10 @@ and use gloo on CPU (NCCL when there is one GPU per rank). Each rank builds a
 ``DistributedDataParallel`` and a training loader over the rank's own shard of the data.
 
 Only rank 0 is observed: detectors watch rank 0's run and the trace is rank 0's (a detector
-that takes part in collectives, ``all_ranks``, runs on every rank; only rank 0's alarms count). Every rank
-saves its final parameters, so the summary carries ``rank_param_divergence`` (relative L2
-distance of each rank's parameters from rank 0's; 0 when gradients are synchronised).
+that takes part in collectives, ``all_ranks``, runs on every rank; only rank 0's alarms count).
+Every rank saves its final parameters, so the summary carries ``rank_param_divergence``
+(relative L2 distance of each rank's parameters from rank 0's; 0 when gradients are
+synchronised).
 
 Outcome: ``completed``; ``hang`` when a collective passes the process-group timeout
 (``harness.dist_timeout_s``) or the run passes ``harness.timeout_s`` (the ranks are then killed);
