@@ -16,7 +16,6 @@ from contextlib import nullcontext
 from dataclasses import replace
 
 import numpy as np
-import pandas as pd
 import torch
 from omegaconf import DictConfig
 from torch import Tensor, nn
@@ -25,7 +24,7 @@ from bugzoo.bugs.base import Bug, Clock
 from bugzoo.data import Batch, BatchLoader, DataBundle, load_dataset
 from bugzoo.data.base import Normalization, f_scores, fit_normalization, forever
 from bugzoo.models import build_model
-from bugzoo.telemetry import Observation, Telemetry, trace_tables
+from bugzoo.telemetry import Observation, Telemetry
 
 Observer = Callable[[Observation], None]
 
@@ -318,8 +317,9 @@ class Trainer:
 
     # ----------------------------------------------------------------- the loop
     def fit(self, observers: Sequence[Observer] = (), rows: list[dict] | None = None
-            ) -> pd.DataFrame:
-        """Train for ``steps`` optimizer steps; returns the trace (one row per step).
+            ) -> list[dict]:
+        """Train for ``steps`` optimizer steps; returns the rows (:meth:`Observation.row`, one
+        per step; ``telemetry.trace_tables`` turns them into the stored tables).
 
         Rows are appended to ``rows`` as they are made, so a caller keeps the partial trace of
         a run that crashes.
@@ -344,7 +344,7 @@ class Trainer:
             rows.append(obs.row())
             for observe in observers:
                 observe(obs)
-        return trace_tables(rows)[0]
+        return rows
 
     def cuda_mb(self) -> float:
         if self.device.type != "cuda":
