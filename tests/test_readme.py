@@ -65,3 +65,13 @@ def test_quoted_reliability_figures_match_the_tests():
     assert f"**Injected faults: {test_reliability.FAULT_CASES} cases" in README
     assert f"**Crash and resume: {kills} `kill -9` at seeded random points, {kills} resumes" \
         in README
+
+
+def test_quoted_category_recalls_match_committed_results():
+    """README's per-category recall line is the suite's rows of leaderboard_categories.csv."""
+    import pandas as pd
+
+    table = pd.read_csv(ROOT / "results" / "leaderboard_categories.csv")
+    suite = table[table["detector"] == "suite: built-ins"].sort_values("category")
+    quoted = ", ".join(f"{r.category} {r.recall:.2f} ({r.runs})" for r in suite.itertuples())
+    assert quoted in " ".join(README.split()), f"README's category line should read: {quoted}"
