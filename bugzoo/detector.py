@@ -64,11 +64,18 @@ class RunView:
     * ``num_classes``: classes of the task (the expected first loss is ``log(num_classes)``);
     * ``steps``: how many optimizer steps the run will make;
     * ``model_name``, ``dataset``: which reference model and dataset (``"mlp"``, ``"tabular"``);
-    * ``lr_scheduler``: the scheduler, or ``None`` for a constant learning rate.
+    * ``lr_scheduler``: the scheduler, or ``None`` for a constant learning rate;
+    * ``loss_floor``: the lowest value the training loss can take (0 for cross-entropy; the
+      smoothed targets' entropy under label smoothing);
+    * ``twin_losses``: the training losses of the first steps of a twin run, a second copy of
+      this run trained from the same seed with nothing watching, before this one starts; as
+      many as the watching detectors' largest ``twin_steps``. ``None`` when no detector asks,
+      under distributed training, in the framework integrations and in replay.
 
     When stored runs are replayed (``bugzoo bench --replay``), only ``device``,
-    ``num_classes``, ``steps``, ``model_name`` and ``dataset`` are set; the run's objects are
-    ``None``, which is why only ``observation_only`` detectors may be replayed.
+    ``num_classes``, ``steps``, ``model_name``, ``dataset`` and ``loss_floor`` are set; the
+    run's objects are ``None``, which is why only ``observation_only`` detectors may be
+    replayed.
     """
 
     model: nn.Module
@@ -82,6 +89,8 @@ class RunView:
     model_name: str
     dataset: str
     lr_scheduler: Any = None
+    loss_floor: float = 0.0
+    twin_losses: list[float] | None = None
 
 
 ROLES = ("heuristic", "tool", "baseline")
@@ -101,10 +110,15 @@ class Detector:
     # True when watching can change how the run goes (e.g. turn a NaN into an exception): the
     # harness then gives the detector a run of its own, so it cannot cut other detectors short
     exclusive: bool = False
+    # How many steps of a twin run (RunView.twin_losses) the detector needs to see: the harness
+    # then trains a second copy of the run from the same seed for that many steps before the
+    # watched run starts, and charges the time to the detectors that asked
+    twin_steps: int = 0
     # True when the detector reads nothing but the Observations handed to ``observe`` and the
-    # RunView's plain facts (``num_classes``, ``steps``, ``model_name``, ``dataset``): no
-    # hooks, model, optimizer, loaders or wall clock. Such a detector gives the same alarms on
-    # a stored trace as on the live run, so it can be scored without retraining.
+    # RunView's plain facts (``num_classes``, ``steps``, ``model_name``, ``dataset``,
+    # ``loss_floor``): no hooks, model, optimizer, loaders, twin run or wall clock. Such a
+    # detector gives the same alarms on a stored trace as on the live run, so it can be scored
+    # without retraining.
     observation_only: bool = False
     # True when the detector must run on every rank of a distributed run because it takes part
     # in collectives (an all-gather across ranks); only rank 0's alarms and status are kept

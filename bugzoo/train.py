@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import nullcontext
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 
 import numpy as np
@@ -34,6 +34,30 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
+
+
+@contextmanager
+def rng_states_kept() -> Iterator[None]:
+    """Put the Python, NumPy and torch (CPU and CUDA) RNG states back as they were after the
+    block, whatever it seeds or draws."""
+    python_state, numpy_state = random.getstate(), np.random.get_state()
+    try:
+        with torch.random.fork_rng():
+            yield
+    finally:
+        random.setstate(python_state)
+        np.random.set_state(numpy_state)
+
+
+def loss_floor(loss_fn: nn.Module, num_classes: int) -> float:
+    """The lowest value ``loss_fn`` can take: the entropy of the smoothed target distribution
+    for a label-smoothed cross-entropy (mass 1 - eps + eps/C on the label, eps/C elsewhere), else
+    0."""
+    eps = float(getattr(loss_fn, "label_smoothing", 0.0) or 0.0)
+    if not isinstance(loss_fn, nn.CrossEntropyLoss) or eps <= 0:
+        return 0.0
+    on, off = 1 - eps + eps / num_classes, eps / num_classes
+    return -(on * math.log(on) + (num_classes - 1) * off * math.log(off))
 
 
 def resolve_device(name: str) -> torch.device:
@@ -316,10 +340,11 @@ class Trainer:
         return self.optimizer.param_groups[0]["lr"]
 
     # ----------------------------------------------------------------- the loop
-    def fit(self, observers: Sequence[Observer] = (), rows: list[dict] | None = None
-            ) -> list[dict]:
-        """Train for ``steps`` optimizer steps; returns the rows (:meth:`Observation.row`, one
-        per step; ``telemetry.trace_tables`` turns them into the stored tables).
+    def fit(self, observers: Sequence[Observer] = (), rows: list[dict] | None = None,
+            steps: int | None = None) -> list[dict]:
+        """Train for ``steps`` optimizer steps (all of the run's by default); returns the rows
+        (:meth:`Observation.row`, one per step; ``telemetry.trace_tables`` turns them into the
+        stored tables).
 
         Rows are appended to ``rows`` as they are made, so a caller keeps the partial trace of
         a run that crashes.
@@ -328,7 +353,7 @@ class Trainer:
         self.batches = forever(self.train_loader)
         rows = [] if rows is None else rows
         start = time.perf_counter()
-        for step in range(self.steps):
+        for step in range(self.steps if steps is None else steps):
             self.step = step
             t0 = time.perf_counter()
             self.data_s = 0.0

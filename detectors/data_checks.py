@@ -25,7 +25,10 @@ class DataChecks(Detector):
     (mean beyond ``mean_tol`` or std outside ``std_range``), non-finite inputs, labels out of
     range or a single class. During training, a forward pre-hook on the loss reads each batch's
     targets: ``single_batches`` consecutive single-class batches mean unshuffled, sorted data.
-    Category ``data``; each problem alarms once (setup problems at step 0).
+    Category ``data``; each problem alarms once (setup problems at step 0). One overlap is an
+    ``eval`` problem instead: validation rows that are exactly the training rows. Leakage
+    copies some examples across (a share of the rows, or the validation split added to the
+    training data); the same rows on both sides mean the training split itself is evaluated.
     """
 
     def __init__(self, overlap: float = 0.01, mean_tol: float = 0.5,
@@ -38,14 +41,19 @@ class DataChecks(Detector):
         self.step, self.single_run, self.fired_batches = 0, 0, False
         for symptom, message in self.audit(run.train_loader.split, run.val_loader.split,
                                            run.num_classes):
-            self.queue(self.alarm(0, symptom, "data", message))
+            category = "eval" if symptom == "validation_is_training_split" else "data"
+            self.queue(self.alarm(0, symptom, category, message))
         if isinstance(run.loss_fn, nn.Module):  # a plain function cannot be hooked
             self.hook(run.loss_fn.register_forward_pre_hook, self._check_batch)
 
     def audit(self, train, val, num_classes: int) -> list[tuple[str, str]]:
         found = []
-        shared = len(row_hashes(train.x) & row_hashes(val.x)) / max(1, len(val))
-        if shared > self.overlap:
+        train_rows, val_rows = row_hashes(train.x), row_hashes(val.x)
+        shared = len(train_rows & val_rows) / max(1, len(val))
+        if train_rows == val_rows:
+            found.append(("validation_is_training_split", "the validation rows are exactly the "
+                                                          "training rows"))
+        elif shared > self.overlap:
             found.append(("train_val_overlap", f"{shared:.1%} of validation rows also appear "
                                                "in the training split"))
         if train.x.is_floating_point():

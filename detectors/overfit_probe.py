@@ -7,22 +7,10 @@ import math
 
 import torch
 from bugzoo_detectors._hooks import strip_hooks
-from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from bugzoo.detector import Alarm, Detector, RunView
 from bugzoo.telemetry import Observation
-
-
-def attainable_minimum(loss_fn: nn.Module, num_classes: int) -> float:
-    """The lowest value ``loss_fn`` can take: the entropy of the smoothed target distribution
-    for a label-smoothed cross-entropy (mass 1 - eps + eps/C on the label, eps/C elsewhere), else
-    0."""
-    eps = float(getattr(loss_fn, "label_smoothing", 0.0) or 0.0)
-    if not isinstance(loss_fn, nn.CrossEntropyLoss) or eps <= 0:
-        return 0.0
-    on, off = 1 - eps + eps / num_classes, eps / num_classes
-    return -(on * math.log(on) + (num_classes - 1) * off * math.log(off))
 
 
 class OverfitProbe(Detector):
@@ -46,7 +34,7 @@ class OverfitProbe(Detector):
 
     def setup(self, run: RunView) -> None:
         super().setup(run)
-        floor = attainable_minimum(run.loss_fn, run.num_classes)
+        floor = run.loss_floor
         first, best = self.probe(run, floor)
         if not best - floor < self.target * (first - floor):
             self.queue(self.alarm(0, "cannot_overfit", "model",

@@ -28,7 +28,7 @@ SUITE = ["isfinite_hooks", "nan_hooks", "grad_vanishing", "loss_forensics", "ini
          "overfit_probe", "param_audit", "update_ratio", "stale_grads", "ce_probabilities",
          "attention_rows", "mode_check", "data_checks", "memory_growth", "lr_schedule",
          "fp16_scaling", "watchdog", "anomaly", "input_bound", "below_chance",
-         "rank_consistency"]
+         "rank_consistency", "determinism"]
 CPU = "harness.device=cpu"
 
 
@@ -211,6 +211,29 @@ def test_param_audit_sees_head_missing_from_optimizer_and_frozen_layer(monkeypat
     assert found.loc["param_not_in_optimizer", "category"] == "optim"
 
 
+def test_unseeded_shuffle_caught_by_determinism_at_step_0():
+    result = run("scenario=mlp-nondeterministic_seed", detectors=["determinism"], steps=4)
+    found = alarms_of(result, "determinism")
+    assert list(found["category"]) == ["reproducibility"] and found["step"].iloc[0] == 0
+    assert result.summary["detectors"]["determinism"]["seconds"] > 0  # the twin is charged
+
+
+def test_a_twin_run_repeats_the_run_and_leaves_the_rngs_as_they_were():
+    import random
+
+    import numpy as np
+
+    from bugzoo.harness.watch import twin_losses
+
+    cfg = quick_cfg(CPU, "scenario=transformer-clean", steps=3)  # dropout draws every step
+    random.seed(1), np.random.seed(1), torch.manual_seed(1)
+    before = (random.random(), np.random.rand(), torch.rand(1))
+    random.seed(1), np.random.seed(1), torch.manual_seed(1)
+    losses = twin_losses(cfg, None, 3)
+    assert (random.random(), np.random.rand(), torch.rand(1)) == before
+    assert losses == list(execute(cfg).trace["loss"])
+
+
 def test_learning_rate_far_too_high_caught_by_update_ratio():
     result = run("scenario=mlp-clean", "optim.lr=5.0", "optim.schedule=constant",
                  detectors=["update_ratio"], steps=20)
@@ -264,6 +287,17 @@ def test_data_checks_see_leakage_and_sorted_unshuffled_batches(monkeypatch):
     assert set(alarms_of(result, "data_checks")["category"]) == {"data"}
 
 
+@pytest.mark.parametrize("scenario, symptom, category", [
+    ("mlp-eval_on_train", "validation_is_training_split", "eval"),
+    ("mlp-leakage_val_in_train", "train_val_overlap", "data"),
+])
+def test_data_checks_tell_evaluating_the_training_split_from_leakage(scenario, symptom,
+                                                                      category):
+    found = alarms_of(run(f"scenario={scenario}", detectors=["data_checks"], steps=1),
+                      "data_checks")
+    assert list(zip(found["symptom"], found["category"], strict=True)) == [(symptom, category)]
+
+
 def test_kept_loss_tensors_caught_by_memory_growth():
     """The catalogue's real leak (each step's loss tensor and graph kept in a list)."""
     result = run("scenario=mlp-loss_tensor_kept", detectors=["memory_growth"], steps=30)
@@ -285,11 +319,11 @@ def test_shifted_training_labels_caught_by_below_chance():
 
 
 def test_overfit_probe_measures_progress_above_the_label_smoothing_floor():
-    from bugzoo_detectors.overfit_probe import attainable_minimum
+    from bugzoo.train import loss_floor
 
-    assert attainable_minimum(nn.CrossEntropyLoss(), 6) == 0.0
+    assert loss_floor(nn.CrossEntropyLoss(), 6) == 0.0
     # 2 classes, eps 0.2: targets (0.9, 0.1), entropy 0.325
-    assert attainable_minimum(nn.CrossEntropyLoss(label_smoothing=0.2), 2) == \
+    assert loss_floor(nn.CrossEntropyLoss(label_smoothing=0.2), 2) == \
         pytest.approx(0.3251, abs=1e-4)
     # a smoothed loss cannot fall to a quarter of its first value; a sound model is still quiet
     result = run("scenario=mlp-clean", "loss.label_smoothing=0.3", detectors=["overfit_probe"],
@@ -327,7 +361,7 @@ def test_watchdog_sees_a_stalled_step(monkeypatch):
 
 
 # ------------------------------------------------------------------ thresholds by mechanism
-def feed(name: str, losses, num_classes: int = 2, **fields):
+def feed(name: str, losses, num_classes: int = 2, loss_floor: float = 0.0, **fields):
     """Alarms of an observation-only detector fed one Observation per loss (other fields
     fixed), as a stored trace would feed it."""
     from bugzoo.detector import RunView
@@ -336,7 +370,7 @@ def feed(name: str, losses, num_classes: int = 2, **fields):
     detector = load_detector(name)
     assert detector.observation_only
     detector.setup(RunView(None, None, None, None, None, torch.device("cpu"), num_classes,
-                           len(losses), "mlp", "tabular"))
+                           len(losses), "mlp", "tabular", loss_floor=loss_floor))
     base = dict(lr=1e-3, grad_norm=1.0, param_norm=10.0, update_norm=1e-2, update_ratio=1e-3,
                 nonfinite_loss=False, nonfinite_grads=0, zero_grad_frac=0.0, step_s=0.01,
                 data_s=0.0, elapsed_s=0.0, rss_mb=100.0, heap_mb=100.0, cuda_mb=0.0,
@@ -359,6 +393,28 @@ def test_one_outlier_batch_is_neither_oscillation_nor_plateau():
     assert feed("loss_forensics", outlier) == []
     assert feed("loss_plateau", outlier) == []
     assert [a.symptom for a in feed("loss_plateau", [0.69] * 200)] == ["loss_plateau"]
+
+
+def test_a_converged_label_smoothed_loss_is_no_plateau():
+    from bugzoo.train import loss_floor
+
+    floor = loss_floor(nn.CrossEntropyLoss(label_smoothing=0.1), 2)  # 0.199
+    settled = [0.36] * 200  # above half of log 2, yet most of the way down to the floor
+    assert feed("loss_plateau", settled, loss_floor=floor) == []
+    assert [a.symptom for a in feed("loss_plateau", settled)] == ["loss_plateau"]
+    assert [a.symptom for a in feed("loss_plateau", [0.6] * 200, loss_floor=floor)] == \
+        ["loss_plateau"]
+
+
+def test_large_updates_alarm_only_when_the_loss_does_not_fall():
+    hot_but_healthy = [1.8 * 0.85 ** i for i in range(30)]  # Adam at a hot learning rate
+    assert feed("update_ratio", hot_but_healthy, update_ratio=0.3) == []
+    diverging = [1.8 * 3 ** i for i in range(30)]
+    assert [a.symptom for a in feed("update_ratio", diverging, update_ratio=0.3)] == \
+        ["update_ratio_high"]
+    blown_up = [1.8] * 3 + [float("nan")] * 27
+    assert [a.symptom for a in feed("update_ratio", blown_up, update_ratio=0.3)] == \
+        ["update_ratio_high"]
 
 
 def test_small_updates_alarm_only_while_the_loss_is_still_high():

@@ -46,7 +46,7 @@ from bugzoo.harness import store
 from bugzoo.harness.record import DetectorStatus, RunResult, build_summary
 from bugzoo.harness.watch import run_view, watches_for
 from bugzoo.telemetry import trace_tables
-from bugzoo.train import Trainer, measure
+from bugzoo.train import Trainer, loss_floor, measure
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +152,8 @@ def rank_main(run_dir: Path, rank: int) -> int:
             rows=rows, wall_s=wall_s,
             num_classes=trainer.data.num_classes if hasattr(trainer, "data") else 2,
             dataset=trainer.data.name if hasattr(trainer, "data") else None,
+            loss_floor=loss_floor(getattr(trainer, "loss_fn", None), trainer.data.num_classes)
+            if hasattr(trainer, "data") else 0.0,
             device=str(trainer.device),
             alarms=[a for w in watches for a in w.alarms],
             detectors={w.detector.name: w.status(wall_s) for w in watches})
@@ -267,7 +269,7 @@ def execute_distributed(cfg: DictConfig, detectors: list[Detector] = (), bug: Bu
     summary = build_summary(
         cfg, bug, trace=trace, outcome=outcome, error=first_error, wall_s=wall_s,
         detectors=statuses, num_classes=lead.get("num_classes", 2), dataset=lead.get("dataset"),
-        holdout=lead.get("holdout"), device=lead.get("device", "cpu"), world_size=world_size,
+        loss_floor=lead.get("loss_floor", 0.0), holdout=lead.get("holdout"), device=lead.get("device", "cpu"), world_size=world_size,
         backend=backend, rank_errors=errors, rank_param_divergence=_divergence(params))
     alarms = pd.DataFrame(lead.get("alarms", []), columns=store.ALARM_COLUMNS)
     return RunResult(resolved(cfg), trace, alarms, summary, layers)

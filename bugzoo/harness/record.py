@@ -141,7 +141,7 @@ def scenario_of(cfg: DictConfig) -> str:
 def build_summary(cfg: DictConfig, bug: Bug | None, *, trace: pd.DataFrame, outcome: str,
                   error: str | None, wall_s: float, detectors: dict[str, DetectorStatus],
                   num_classes: int | None = None, dataset: str | None = None,
-                  holdout: tuple[float, float] | None = None,
+                  loss_floor: float = 0.0, holdout: tuple[float, float] | None = None,
                   padding: list[dict] | None = None, device: str | None = None,
                   world_size: int = 1, backend: str | None = None,
                   rank_errors: list | None = None,
@@ -151,7 +151,7 @@ def build_summary(cfg: DictConfig, bug: Bug | None, *, trace: pd.DataFrame, outc
     width, the first as trained, the last as served), what ran (scenario, model, bug, seed,
     ...), how it ended, the ranks of a distributed run and each detector's status. The facts a
     detector's RunView gives besides the live objects (``num_classes``, ``dataset``, ``model``,
-    ``steps``) are kept, so a stored trace can be replayed to it."""
+    ``steps``, ``loss_floor``) are kept, so a stored trace can be replayed to it."""
     summary = summarize(trace, num_classes)
     if outcome == "completed" and holdout is not None:
         holdout_loss, holdout_acc = holdout
@@ -163,7 +163,7 @@ def build_summary(cfg: DictConfig, bug: Bug | None, *, trace: pd.DataFrame, outc
                        serving_gap=as_trained["acc"] - served["acc"])
     summary.update(
         scenario=scenario_of(cfg), model=cfg.model.name, data=cfg.data.name,
-        dataset=dataset or cfg.data.name, num_classes=num_classes,
+        dataset=dataset or cfg.data.name, num_classes=num_classes, loss_floor=loss_floor,
         bug=bug.id if bug else None, category=bug.category if bug else None,
         loud=bug.loud if bug else False, latent=bool(bug and cfg.get("latent")),
         onset=int(cfg.bug.onset) if bug else None,

@@ -15,9 +15,9 @@ from bugzoo.config import resolved
 from bugzoo.detector import Detector
 from bugzoo.harness import distributed, store
 from bugzoo.harness.record import PartialRun, RunResult, build_summary
-from bugzoo.harness.watch import run_view, watches_for
+from bugzoo.harness.watch import run_view, twin_for, watches_for
 from bugzoo.telemetry import trace_tables
-from bugzoo.train import Trainer, measure, measure_padding, serving_widths
+from bugzoo.train import Trainer, loss_floor, measure, measure_padding, serving_widths
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +42,10 @@ def execute(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = N
     rows = partial.rows
     outcome, error = "completed", None
     try:
+        twin = twin_for(watches, cfg, bug)
         trainer.build()
         for w in watches:
-            w.call("setup", run_view(trainer))
+            w.call("setup", run_view(trainer, twin))
         trainer.fit([w.observer() for w in watches], rows=rows)
     except Exception as e:
         outcome, error = "crashed", f"{type(e).__name__}: {e}"
@@ -62,7 +63,9 @@ def execute(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = N
         cfg, bug, trace=trace, outcome=outcome, error=error, wall_s=wall_s,
         detectors={w.detector.name: w.status(wall_s) for w in watches},
         num_classes=trainer.data.num_classes if built else 2,
-        dataset=trainer.data.name if built else None, holdout=holdout, padding=padding,
+        dataset=trainer.data.name if built else None,
+        loss_floor=loss_floor(getattr(trainer, "loss_fn", None), trainer.data.num_classes)
+        if built else 0.0, holdout=holdout, padding=padding,
         device=str(trainer.device))
     alarms = pd.DataFrame([a for w in watches for a in w.alarms], columns=store.ALARM_COLUMNS)
     return RunResult(resolved(cfg), trace, alarms, summary, layers, trainer=trainer)

@@ -13,20 +13,25 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from omegaconf import DictConfig
+
+from bugzoo.bugs import Bug
 from bugzoo.detector import Detector, RunView, installed_detectors, provider
 from bugzoo.harness.record import DetectorStatus
-from bugzoo.train import Trainer
+from bugzoo.train import Trainer, loss_floor, rng_states_kept
 
 log = logging.getLogger(__name__)
 
 
-def run_view(trainer: Trainer) -> RunView:
+def run_view(trainer: Trainer, twin_losses: list[float] | None = None) -> RunView:
     """The detector-facing view of a built trainer (no bug identity in it)."""
     return RunView(model=trainer.model, optimizer=trainer.optimizer, loss_fn=trainer.loss_fn,
                    train_loader=trainer.train_loader, val_loader=trainer.val_loader,
                    device=trainer.device, num_classes=trainer.data.num_classes,
                    steps=trainer.steps, model_name=trainer.cfg.model.name,
-                   dataset=trainer.data.name, lr_scheduler=trainer.scheduler)
+                   dataset=trainer.data.name, lr_scheduler=trainer.scheduler,
+                   loss_floor=loss_floor(trainer.loss_fn, trainer.data.num_classes),
+                   twin_losses=twin_losses)
 
 
 class DetectorTimeout(Exception):
@@ -125,3 +130,31 @@ def watches_for(detectors: list[Detector], cfg) -> list[Watch]:
     """One Watch per detector with the run's per-call budget (``harness.detector_budget_s``)."""
     budget_s = cfg.harness.get("detector_budget_s", 10.0)
     return [Watch(d, budget_s) for d in detectors]
+
+
+def twin_losses(cfg: DictConfig, bug: Bug | None, steps: int) -> list[float]:
+    """Train a fresh copy of the run ``cfg`` describes (same seed, same planted bug) for
+    ``steps`` steps with nothing watching; its training losses, fewer if it crashes. The RNG
+    states are left as they were, so the run that follows is not changed by its twin."""
+    rows: list[dict] = []
+    with rng_states_kept():
+        twin = Trainer(cfg, bug)
+        try:
+            twin.build().fit(rows=rows, steps=min(steps, twin.steps))
+        except Exception as e:  # the watched run will meet the same crash and record it
+            log.debug("twin run stopped: %s: %s", type(e).__name__, e)
+    return [row["loss"] for row in rows]
+
+
+def twin_for(watches: list[Watch], cfg: DictConfig, bug: Bug | None) -> list[float] | None:
+    """The twin run's losses for the watching detectors that ask for one
+    (``Detector.twin_steps``), as many steps as the most any asks for, its time charged to each
+    of them; None when none asks."""
+    asking = [w for w in watches if w.detector.twin_steps > 0]
+    if not asking:
+        return None
+    t0 = time.perf_counter()
+    losses = twin_losses(cfg, bug, max(w.detector.twin_steps for w in asking))
+    for w in asking:
+        w.seconds += time.perf_counter() - t0
+    return losses

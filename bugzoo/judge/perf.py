@@ -41,7 +41,7 @@ from bugzoo.harness.sweep import (
     sweep_options,
     sweep_parser,
 )
-from bugzoo.harness.watch import Watch, run_view
+from bugzoo.harness.watch import Watch, run_view, twin_for
 from bugzoo.judge.overfit import overfit_single_batch
 from bugzoo.judge.scoring import suite_members
 from bugzoo.judge.tables import markdown
@@ -77,13 +77,15 @@ class LoopVariant:
 
     def __init__(self, model: str, kind: str, detectors: list[str]):
         self.kind = kind
-        self.trainer = Trainer(compose_run([f"model={model}", "harness.steps=100000"])).build()
+        cfg = compose_run([f"model={model}", "harness.steps=100000"])
+        self.trainer = Trainer(cfg).build()
         self.trainer.model.train()
         self.trainer.batches = forever(self.trainer.train_loader)
         self.watches = [Watch(load_detector(d)) for d in detectors] if kind == "detectors" else []
         t0 = time.perf_counter()
+        twin = twin_for(self.watches, cfg, None)
         for w in self.watches:
-            w.call("setup", run_view(self.trainer))
+            w.call("setup", run_view(self.trainer, twin))
         self.setup_s = time.perf_counter() - t0
         self.anomaly = (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled())
         torch.autograd.set_detect_anomaly(False)
@@ -135,7 +137,8 @@ def time_pair(model: str, variant: str, detectors: list[str] | None, blocks: int
     (one model per process); with every variant's model alive at once, cache misses inflated
     the ratios by 0.1-0.3. ``median_x`` is the ratio of median step times to the bare loop's;
     ``mean_x`` the ratio of means, which also counts work done on some steps only;
-    ``setup_s`` the one-off cost of the detectors' ``setup`` (e.g. hashing the data splits)."""
+    ``setup_s`` the one-off cost of the detectors' ``setup`` (e.g. hashing the data splits)
+    and of a twin run, when one asks for it."""
     torch.manual_seed(0)
     bare = LoopVariant(model, against, [])
     watched = LoopVariant(model, "telemetry" if detectors is None else "detectors",

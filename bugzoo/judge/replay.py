@@ -63,7 +63,8 @@ def replay_view(summary: dict) -> RunView:
     return RunView(model=None, optimizer=None, loss_fn=None, train_loader=None,
                    val_loader=None, device=torch.device(summary["device"] or "cpu"),
                    num_classes=summary["num_classes"], steps=summary["steps"],
-                   model_name=summary["model"], dataset=summary["dataset"])
+                   model_name=summary["model"], dataset=summary["dataset"],
+                   loss_floor=summary.get("loss_floor") or 0.0)
 
 
 def replay_run(run: StoredRun, names: list[str]) -> tuple[pd.DataFrame, dict[str, dict]]:
