@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields
 import pandas as pd
 import torch
 from torch import nn
+from torch._utils import _flatten_dense_tensors
 
 PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20 if hasattr(os, "sysconf") else 0.0
 
@@ -166,9 +167,15 @@ class Telemetry:
 
     def __init__(self, model: nn.Module):
         self.named = [(n, p) for n, p in model.named_parameters()]
-        self.previous = [p.detach().clone() for _, p in self.named]
+        self.previous = self.flat_parameters()
         self.grad_stats = torch.zeros(3)
         self.grad_names: list[str] = []
+
+    @torch.no_grad()
+    def flat_parameters(self) -> torch.Tensor:
+        """A copy of every parameter, concatenated into one flat tensor."""
+        flat = _flatten_dense_tensors([p for _, p in self.named])
+        return flat.clone() if len(self.named) == 1 else flat  # a lone tensor comes as a view
 
     def measure_gradients(self) -> None:
         """Record gradient statistics; call after backward (and unscaling), before the step."""
@@ -178,25 +185,29 @@ class Telemetry:
             self.grad_stats = torch.zeros(3)
             return
         # few, fused ops: on a small model each op's fixed cost outweighs its arithmetic
-        grads = [g.detach() for _, g in with_grad]
-        flat = torch.cat([g.reshape(-1) for g in grads])
-        layer_norms = torch.stack(torch._foreach_norm(grads)).float()
-        # x - x is 0 where x is finite and NaN where it is not: cheaper than isfinite + sum
-        nonfinite = torch.count_nonzero(flat - flat).float()
-        zero_frac = 1 - torch.count_nonzero(flat) / flat.numel()
-        self.grad_stats = torch.cat([
-            torch.linalg.vector_norm(layer_norms).reshape(1),
-            torch.stack([nonfinite, zero_frac]),
-            layer_norms,
-        ])
+        with torch.no_grad():
+            grads = [g for _, g in with_grad]
+            flat = _flatten_dense_tensors(grads)
+            layer_norms = torch.stack(torch._foreach_norm(grads)).float()
+            # x - x is 0 where x is finite and NaN where it is not: cheaper than isfinite + sum
+            nonfinite = torch.count_nonzero(flat - flat).float()
+            zero_frac = 1 - torch.count_nonzero(flat) / flat.numel()
+            self.grad_stats = torch.cat([
+                torch.linalg.vector_norm(layer_norms).reshape(1),
+                torch.stack([nonfinite, zero_frac]),
+                layer_norms,
+            ])
 
     def measure_update(self) -> torch.Tensor:
-        """Parameter norm and update norm since the previous call; call after the step."""
-        params = [p.detach() for _, p in self.named]
-        updates = torch._foreach_sub(params, self.previous)
-        norms = torch.stack(torch._foreach_norm([*params, *updates])).float().view(2, -1)
-        torch._foreach_copy_(self.previous, params)
-        return torch.linalg.vector_norm(norms, dim=1)
+        """Parameter norm and update norm since the previous call; call after the step.
+
+        Each is the norm of one flat tensor (not a norm of per-parameter norms): a few ops,
+        whatever the number of parameters."""
+        params = self.flat_parameters()
+        update = params - self.previous
+        self.previous = params
+        return torch.stack([torch.linalg.vector_norm(t, dtype=torch.float32)
+                            for t in (params, update)])
 
     def observe(self, step: int, loss: torch.Tensor, **context) -> Observation:
         """Assemble one Observation; ``context`` carries the loop's scalars (lr, timings, ...)."""

@@ -14,7 +14,8 @@ def on_simplex(x: torch.Tensor, tol: float = 1e-3) -> bool:
     if not x.is_floating_point() or x.dim() < 2 or x.shape[-1] < 2:
         return False
     x = x.detach().float()
-    in_range = bool(((x >= -tol) & (x <= 1 + tol)).all())
+    # lower bound first: logits (some negative) fail it, so the upper one is rarely computed
+    in_range = bool((x >= -tol).all()) and bool((x <= 1 + tol).all())
     return in_range and bool(((x.sum(-1) - 1).abs() < tol).all())
 
 

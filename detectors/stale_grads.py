@@ -23,12 +23,13 @@ class StaleGrads(Detector):
         self.step, self.fired = 0, False
         self.armed: set[int] = set()
         self.hook(run.optimizer.register_step_post_hook, self._arm)
-        for name, p in run.model.named_parameters():
-            if p.requires_grad:
-                self.hook(p.register_hook, self._make_check(name, p))
+        trainable = [(n, p) for n, p in run.model.named_parameters() if p.requires_grad]
+        for name, p in trainable:
+            self.hook(p.register_hook, self._make_check(name, p))
+        self.hooked = frozenset(id(p) for _, p in trainable)  # the only ones ever checked
 
     def _arm(self, optimizer, args, kwargs) -> None:
-        self.armed = {id(p) for p in self.run.model.parameters()}
+        self.armed = set(self.hooked)
 
     def _make_check(self, name: str, param: torch.Tensor):
         def check(grad) -> None:

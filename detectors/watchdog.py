@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import statistics
+import bisect
 import threading
 import time
 
@@ -28,7 +28,7 @@ class Watchdog(Detector):
 
     def setup(self, run: RunView) -> None:
         super().setup(run)
-        self.gaps: list[float] = []
+        self.gaps: list[float] = []  # kept sorted: the median is read off, not re-sorted
         self.last = time.monotonic()
         self.step, self.fired = 0, False
         self.lock = threading.Lock()
@@ -50,8 +50,8 @@ class Watchdog(Detector):
         now = time.monotonic()
         with self.lock:
             gap, self.last, self.step = now - self.last, now, obs.step + 1
-            typical = statistics.median(self.gaps) if len(self.gaps) >= 5 else None
-            self.gaps.append(gap)
+            typical = sorted_median(self.gaps) if len(self.gaps) >= 5 else None
+            bisect.insort(self.gaps, gap)
             if (not self.fired and typical is not None and gap > self.min_gap_s
                     and gap > self.factor * typical):
                 self.fired = True
@@ -66,3 +66,9 @@ class Watchdog(Detector):
             self.thread.join(timeout=2 * self.poll_s)
         with self.lock:
             return super().teardown()
+
+
+def sorted_median(values: list[float]) -> float:
+    """``statistics.median`` of an already sorted list, without sorting it again."""
+    middle = len(values) // 2
+    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
