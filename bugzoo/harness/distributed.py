@@ -269,8 +269,9 @@ def execute_distributed(cfg: DictConfig, detectors: list[Detector] = (), bug: Bu
     summary = build_summary(
         cfg, bug, trace=trace, outcome=outcome, error=first_error, wall_s=wall_s,
         detectors=statuses, num_classes=lead.get("num_classes", 2), dataset=lead.get("dataset"),
-        loss_floor=lead.get("loss_floor", 0.0), holdout=lead.get("holdout"), device=lead.get("device", "cpu"), world_size=world_size,
-        backend=backend, rank_errors=errors, rank_param_divergence=_divergence(params))
+        loss_floor=lead.get("loss_floor", 0.0), holdout=lead.get("holdout"),
+        device=lead.get("device", "cpu"), world_size=world_size, backend=backend,
+        rank_errors=errors, rank_param_divergence=_divergence(params))
     alarms = pd.DataFrame(lead.get("alarms", []), columns=store.ALARM_COLUMNS)
     return RunResult(resolved(cfg), trace, alarms, summary, layers)
 

@@ -56,6 +56,8 @@ def execute(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = N
     wall_s = time.perf_counter() - start
     trace, layers = trace_tables(rows)
     built = hasattr(trainer, "data")
+    floor = loss_floor(getattr(trainer, "loss_fn", None), trainer.data.num_classes) \
+        if built else 0.0
     completed = outcome == "completed"
     holdout = measure(trainer.model, trainer.data.holdout, trainer.device) if completed else None
     padding = serving_check(trainer) if completed else None
@@ -63,10 +65,8 @@ def execute(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = N
         cfg, bug, trace=trace, outcome=outcome, error=error, wall_s=wall_s,
         detectors={w.detector.name: w.status(wall_s) for w in watches},
         num_classes=trainer.data.num_classes if built else 2,
-        dataset=trainer.data.name if built else None,
-        loss_floor=loss_floor(getattr(trainer, "loss_fn", None), trainer.data.num_classes)
-        if built else 0.0, holdout=holdout, padding=padding,
-        device=str(trainer.device))
+        dataset=trainer.data.name if built else None, loss_floor=floor, holdout=holdout,
+        padding=padding, device=str(trainer.device))
     alarms = pd.DataFrame([a for w in watches for a in w.alarms], columns=store.ALARM_COLUMNS)
     return RunResult(resolved(cfg), trace, alarms, summary, layers, trainer=trainer)
 
