@@ -42,8 +42,8 @@ def execute(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = N
     rows = partial.rows
     outcome, error = "completed", None
     try:
+        trainer.build()  # first, so the twin finds the data loaded and is charged only its own work
         twin = twin_for(watches, cfg, bug)
-        trainer.build()
         for w in watches:
             w.call("setup", run_view(trainer, twin))
         trainer.fit([w.observer() for w in watches], rows=rows)
