@@ -40,7 +40,7 @@ class RankConsistency(Detector):
         mine = torch.stack([sum(p.sum() for p in params), sum((p * p).sum() for p in params)])
         gathered = [torch.empty(2, dtype=torch.float64, device=device)
                     for _ in range(dist.get_world_size())]
-        dist.all_gather(gathered, mine.to(device))
+        dist.all_gather(gathered, mine)
         return torch.stack(gathered).cpu()
 
     def observe(self, obs: Observation) -> list[Alarm]:

@@ -44,9 +44,9 @@ from bugzoo.data import BatchLoader
 from bugzoo.detector import Detector
 from bugzoo.harness import store
 from bugzoo.harness.record import DetectorStatus, RunResult, build_summary
-from bugzoo.harness.watch import run_view, watches_for
+from bugzoo.harness.watch import run_facts, run_view, watches_for
 from bugzoo.telemetry import trace_tables
-from bugzoo.train import Trainer, loss_floor, measure
+from bugzoo.train import Trainer, measure
 
 log = logging.getLogger(__name__)
 
@@ -150,11 +150,7 @@ def rank_main(run_dir: Path, rank: int) -> int:
         wall_s = time.perf_counter() - start
         result.update(
             rows=rows, wall_s=wall_s,
-            num_classes=trainer.data.num_classes if hasattr(trainer, "data") else 2,
-            dataset=trainer.data.name if hasattr(trainer, "data") else None,
-            loss_floor=loss_floor(getattr(trainer, "loss_fn", None), trainer.data.num_classes)
-            if hasattr(trainer, "data") else 0.0,
-            device=str(trainer.device),
+            **run_facts(trainer), device=str(trainer.device),
             alarms=[a for w in watches for a in w.alarms],
             detectors={w.detector.name: w.status(wall_s) for w in watches})
         _write_atomic(run_dir / f"rank{rank}.pkl", result)

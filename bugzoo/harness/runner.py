@@ -15,9 +15,9 @@ from bugzoo.config import resolved
 from bugzoo.detector import Detector
 from bugzoo.harness import distributed, store
 from bugzoo.harness.record import PartialRun, RunResult, build_summary
-from bugzoo.harness.watch import run_view, twin_for, watches_for
+from bugzoo.harness.watch import run_facts, run_view, twin_for, watches_for
 from bugzoo.telemetry import trace_tables
-from bugzoo.train import Trainer, loss_floor, measure, measure_padding, serving_widths
+from bugzoo.train import Trainer, measure, measure_padding, serving_widths
 
 log = logging.getLogger(__name__)
 
@@ -55,18 +55,13 @@ def execute(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = N
             w.call("teardown")
     wall_s = time.perf_counter() - start
     trace, layers = trace_tables(rows)
-    built = hasattr(trainer, "data")
-    floor = loss_floor(getattr(trainer, "loss_fn", None), trainer.data.num_classes) \
-        if built else 0.0
     completed = outcome == "completed"
     holdout = measure(trainer.model, trainer.data.holdout, trainer.device) if completed else None
     padding = serving_check(trainer) if completed else None
     summary = build_summary(
         cfg, bug, trace=trace, outcome=outcome, error=error, wall_s=wall_s,
-        detectors={w.detector.name: w.status(wall_s) for w in watches},
-        num_classes=trainer.data.num_classes if built else 2,
-        dataset=trainer.data.name if built else None, loss_floor=floor, holdout=holdout,
-        padding=padding, device=str(trainer.device))
+        detectors={w.detector.name: w.status(wall_s) for w in watches}, **run_facts(trainer),
+        holdout=holdout, padding=padding, device=str(trainer.device))
     alarms = pd.DataFrame([a for w in watches for a in w.alarms], columns=store.ALARM_COLUMNS)
     return RunResult(resolved(cfg), trace, alarms, summary, layers, trainer=trainer)
 

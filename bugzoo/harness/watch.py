@@ -27,11 +27,20 @@ def run_view(trainer: Trainer, twin_losses: list[float] | None = None) -> RunVie
     """The detector-facing view of a built trainer (no bug identity in it)."""
     return RunView(model=trainer.model, optimizer=trainer.optimizer, loss_fn=trainer.loss_fn,
                    train_loader=trainer.train_loader, val_loader=trainer.val_loader,
-                   device=trainer.device, num_classes=trainer.data.num_classes,
-                   steps=trainer.steps, model_name=trainer.cfg.model.name,
-                   dataset=trainer.data.name, lr_scheduler=trainer.scheduler,
-                   loss_floor=loss_floor(trainer.loss_fn, trainer.data.num_classes),
-                   twin_losses=twin_losses)
+                   device=trainer.device, steps=trainer.steps, model_name=trainer.cfg.model.name,
+                   lr_scheduler=trainer.scheduler, twin_losses=twin_losses,
+                   **run_facts(trainer))
+
+
+def run_facts(trainer: Trainer) -> dict:
+    """The RunView's plain facts that a run's summary keeps for replay (``num_classes``,
+    ``dataset``, ``loss_floor``), from a trainer that may have crashed while building (then
+    two classes, no dataset and a floor of 0)."""
+    if not hasattr(trainer, "data"):
+        return {"num_classes": 2, "dataset": None, "loss_floor": 0.0}
+    num_classes = trainer.data.num_classes
+    return {"num_classes": num_classes, "dataset": trainer.data.name,
+            "loss_floor": loss_floor(getattr(trainer, "loss_fn", None), num_classes)}
 
 
 class DetectorTimeout(Exception):
