@@ -234,6 +234,19 @@ def test_a_twin_run_repeats_the_run_and_leaves_the_rngs_as_they_were():
     assert losses == list(execute(cfg).trace["loss"])
 
 
+def test_a_twin_that_hangs_is_cut_off_by_its_budget(monkeypatch, caplog):
+    from bugzoo.harness.watch import twin_losses
+
+    def hang(self, *args, **kwargs):
+        time.sleep(30)
+
+    monkeypatch.setattr(Trainer, "fit", hang)
+    t0 = time.perf_counter()
+    assert twin_losses(quick_cfg(CPU, "scenario=mlp-clean", steps=3), None, 3, budget_s=0.5) == []
+    assert time.perf_counter() - t0 < 10
+    assert "twin run cut off after 0.5 s" in caplog.text
+
+
 def test_learning_rate_far_too_high_caught_by_update_ratio():
     result = run("scenario=mlp-clean", "optim.lr=5.0", "optim.schedule=constant",
                  detectors=["update_ratio"], steps=20)
