@@ -210,3 +210,21 @@ def test_same_seed_same_trace_bitwise_on_cpu(scenario):
     assert first.summary["trace_digest"] == second.summary["trace_digest"]
     other = execute(compose_run([*overrides, "seed=4"]))
     assert other.summary["trace_digest"] != first.summary["trace_digest"]
+
+
+def test_time_budget_cuts_a_call_off_inside_and_outside_a_run_scope():
+    from bugzoo.harness.watch import DetectorTimeout, TimeBudget, budget_scope
+
+    before = signal.getsignal(signal.SIGALRM)
+    with pytest.raises(DetectorTimeout, match="0.2 s per call"), TimeBudget(0.2):
+        time.sleep(5)
+    assert signal.getsignal(signal.SIGALRM) is before  # outside a scope: put back per call
+    with budget_scope():
+        scoped = signal.getsignal(signal.SIGALRM)
+        with TimeBudget(10):
+            pass
+        assert signal.getsignal(signal.SIGALRM) is scoped  # inside: left in place, only armed
+        with pytest.raises(DetectorTimeout), TimeBudget(0.2):
+            time.sleep(5)
+        time.sleep(0.3)  # disarmed after the call: nothing fires later
+    assert signal.getsignal(signal.SIGALRM) is before

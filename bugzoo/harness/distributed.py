@@ -44,7 +44,7 @@ from bugzoo.data import BatchLoader
 from bugzoo.detector import Detector
 from bugzoo.harness import store
 from bugzoo.harness.record import DetectorStatus, RunResult, build_summary
-from bugzoo.harness.watch import run_facts, run_view, watches_for
+from bugzoo.harness.watch import budget_scope, run_facts, run_view, watches_for
 from bugzoo.telemetry import trace_tables
 from bugzoo.train import Trainer, measure
 
@@ -130,30 +130,31 @@ def rank_main(run_dir: Path, rank: int) -> int:
     rows: list[dict] = []
     result: dict = {"rank": rank, "error": None, "timed_out": False, "holdout": None}
     start = time.perf_counter()
-    try:
-        trainer.build()
-        for w in watches:
-            w.call("setup", run_view(trainer))
-        dist.monitored_barrier(group=wait_group, timeout=wait)
-        trainer.fit([w.observer() for w in watches], rows=rows)
-        torch.save(_flat_params(trainer.model), run_dir / f"params{rank}.pt")
-        dist.monitored_barrier(group=wait_group, timeout=wait)  # all trained before teardown
-        if rank == 0:
-            result["holdout"] = measure(unwrap(trainer.model), trainer.data.holdout,
-                                        trainer.device)
-    except Exception as e:
-        result.update(error=f"{type(e).__name__}: {e}", timed_out=_is_timeout(e))
-        log.info("rank %d failed: %s", rank, result["error"])
-    finally:
-        for w in watches:
-            w.call("teardown")
-        wall_s = time.perf_counter() - start
-        result.update(
-            rows=rows, wall_s=wall_s,
-            **run_facts(trainer), device=str(trainer.device),
-            alarms=[a for w in watches for a in w.alarms],
-            detectors={w.detector.name: w.status(wall_s) for w in watches})
-        _write_atomic(run_dir / f"rank{rank}.pkl", result)
+    with budget_scope():  # the detectors' calls, each under its time budget
+        try:
+            trainer.build()
+            for w in watches:
+                w.call("setup", run_view(trainer))
+            dist.monitored_barrier(group=wait_group, timeout=wait)
+            trainer.fit([w.observer() for w in watches], rows=rows)
+            torch.save(_flat_params(trainer.model), run_dir / f"params{rank}.pt")
+            dist.monitored_barrier(group=wait_group, timeout=wait)  # all trained before teardown
+            if rank == 0:
+                result["holdout"] = measure(unwrap(trainer.model), trainer.data.holdout,
+                                            trainer.device)
+        except Exception as e:
+            result.update(error=f"{type(e).__name__}: {e}", timed_out=_is_timeout(e))
+            log.info("rank %d failed: %s", rank, result["error"])
+        finally:
+            for w in watches:
+                w.call("teardown")
+            wall_s = time.perf_counter() - start
+            result.update(
+                rows=rows, wall_s=wall_s,
+                **run_facts(trainer), device=str(trainer.device),
+                alarms=[a for w in watches for a in w.alarms],
+                detectors={w.detector.name: w.status(wall_s) for w in watches})
+            _write_atomic(run_dir / f"rank{rank}.pkl", result)
     try:
         dist.destroy_process_group()
     except Exception:  # a failed group may refuse to shut down cleanly

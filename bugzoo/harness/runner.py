@@ -15,7 +15,7 @@ from bugzoo.config import resolved
 from bugzoo.detector import Detector
 from bugzoo.harness import distributed, store
 from bugzoo.harness.record import PartialRun, RunResult, build_summary
-from bugzoo.harness.watch import run_facts, run_view, twin_for, watches_for
+from bugzoo.harness.watch import budget_scope, run_facts, run_view, twin_for, watches_for
 from bugzoo.telemetry import trace_tables
 from bugzoo.train import Trainer, measure, measure_padding, serving_widths
 
@@ -41,18 +41,19 @@ def execute(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = N
     start = time.perf_counter()
     rows = partial.rows
     outcome, error = "completed", None
-    try:
-        trainer.build()  # first, so the twin finds the data loaded and is charged only its own work
-        twin = twin_for(watches, cfg, bug)
-        for w in watches:
-            w.call("setup", run_view(trainer, twin))
-        trainer.fit([w.observer() for w in watches], rows=rows)
-    except Exception as e:
-        outcome, error = "crashed", f"{type(e).__name__}: {e}"
-        log.info("run crashed: %s\n%s", error, traceback.format_exc(limit=3))
-    finally:
-        for w in watches:
-            w.call("teardown")
+    with budget_scope():  # the detectors' calls, each under its time budget
+        try:
+            trainer.build()  # first, so the twin finds the data loaded and is charged only its own work
+            twin = twin_for(watches, cfg, bug)
+            for w in watches:
+                w.call("setup", run_view(trainer, twin))
+            trainer.fit([w.observer() for w in watches], rows=rows)
+        except Exception as e:
+            outcome, error = "crashed", f"{type(e).__name__}: {e}"
+            log.info("run crashed: %s\n%s", error, traceback.format_exc(limit=3))
+        finally:
+            for w in watches:
+                w.call("teardown")
     wall_s = time.perf_counter() - start
     trace, layers = trace_tables(rows)
     completed = outcome == "completed"

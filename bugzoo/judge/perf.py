@@ -41,7 +41,7 @@ from bugzoo.harness.sweep import (
     sweep_options,
     sweep_parser,
 )
-from bugzoo.harness.watch import Watch, run_view, twin_for
+from bugzoo.harness.watch import budget_scope, run_view, twin_for, watches_for
 from bugzoo.judge.overfit import overfit_single_batch
 from bugzoo.judge.scoring import suite_members
 from bugzoo.judge.tables import markdown
@@ -81,11 +81,14 @@ class LoopVariant:
         self.trainer = Trainer(cfg).build()
         self.trainer.model.train()
         self.trainer.batches = forever(self.trainer.train_loader)
-        self.watches = [Watch(load_detector(d)) for d in detectors] if kind == "detectors" else []
+        # under the run's time budget per call, as in a real run: arming it is part of the cost
+        chosen = [load_detector(d) for d in detectors] if kind == "detectors" else []
+        self.watches = watches_for(chosen, cfg)
         t0 = time.perf_counter()
-        twin = twin_for(self.watches, cfg, None)
-        for w in self.watches:
-            w.call("setup", run_view(self.trainer, twin))
+        with budget_scope():
+            twin = twin_for(self.watches, cfg, None)
+            for w in self.watches:
+                w.call("setup", run_view(self.trainer, twin))
         self.setup_s = time.perf_counter() - t0
         self.anomaly = (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled())
         torch.autograd.set_detect_anomaly(False)
@@ -93,7 +96,7 @@ class LoopVariant:
         self.trace: list[dict] = []
 
     def block(self, steps: int) -> None:
-        with torch.autograd.set_detect_anomaly(*self.anomaly):
+        with torch.autograd.set_detect_anomaly(*self.anomaly), budget_scope():
             self._steps(steps)
 
     def _steps(self, steps: int) -> None:
@@ -120,7 +123,7 @@ class LoopVariant:
             self.times.append(time.perf_counter() - t0)
 
     def close(self) -> None:
-        with torch.autograd.set_detect_anomaly(*self.anomaly):  # as its detectors left it
+        with torch.autograd.set_detect_anomaly(*self.anomaly), budget_scope():  # as they left it
             for w in self.watches:
                 w.call("teardown")
 

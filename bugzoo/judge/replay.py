@@ -28,7 +28,7 @@ from bugzoo.detector import (
 from bugzoo.errors import UsageError
 from bugzoo.harness import store
 from bugzoo.harness.traceset import StoredRun, stored_runs
-from bugzoo.harness.watch import Watch
+from bugzoo.harness.watch import Watch, budget_scope
 from bugzoo.judge.scoring import judge_run, write_boards
 
 log = logging.getLogger(__name__)
@@ -73,13 +73,14 @@ def replay_run(run: StoredRun, names: list[str]) -> tuple[pd.DataFrame, dict[str
     watches = [Watch(load_detector(name), BUDGET_S) for name in names]
     start = time.perf_counter()
     view = replay_view(run.summary)
-    for w in watches:
-        w.call("setup", view)
-    for obs in run.observations():
+    with budget_scope():
         for w in watches:
-            w.call("observe", obs)
-    for w in watches:
-        w.call("teardown")
+            w.call("setup", view)
+        for obs in run.observations():
+            for w in watches:
+                w.call("observe", obs)
+        for w in watches:
+            w.call("teardown")
     wall_s = time.perf_counter() - start
     alarms = pd.DataFrame([a for w in watches for a in w.alarms], columns=store.ALARM_COLUMNS)
     return alarms, {w.detector.name: w.status(wall_s).as_dict() for w in watches}
