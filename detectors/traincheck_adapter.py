@@ -1,24 +1,35 @@
 """TrainCheck (invariant inference for training pipelines, OSDI 2025) run offline on exported
-scenarios.
+scripts, and scored on the benchmark's own scoring.
 
 TrainCheck instruments a whole *script* (``traincheck-collect``), infers invariants from
 traces of correct runs (``traincheck-infer``) and checks a new run's trace against them
 (``traincheck-check``). It has no per-step in-process API a bugzoo :class:`Detector` could
-drive, so this adapter is offline and not a registered detector:
+drive, so this adapter is offline and not a registered detector. It works on ``bugzoo
+export``'s standalone mlp scripts (plain PyTorch), each as long as it needs to show its
+symptom (or cut to ``steps``):
 
-1. ``bugzoo export``'s standalone mlp scripts (plain PyTorch) are written with ``STEPS`` cut
-   to ``steps`` and the seed replaced;
-2. the clean script is traced once per ``train_seeds`` seed and invariants are inferred
-   from all those traces;
-3. the clean control and each scenario's buggy script are traced at ``check_seed`` (a seed not
-   trained on) with collection restricted to the invariants (``-i``), then checked.
+1. invariants are inferred from the clean script traced at each of ``train_seeds``;
+2. the clean script is traced and checked at each of ``calibration_seeds``: the invariants
+   violated there do not even hold across seeds of the pipeline they were inferred from;
+3. every scored run is traced and checked at each of ``check_seeds`` (seeds neither inferred
+   from nor calibrated on):
 
-A scenario's alarms are its violated invariants; ``new`` counts those the clean control at the
-same seed does not violate (the clean control's own violations are false positives of
-invariants inferred from few short traces). Run::
+   * buggy runs: the buggy script of every exportable mlp scenario;
+   * clean runs: each scenario's matched control (its fixed script, once per distinct text)
+     and the reproducer's healthy variants (another batch size, optimizer, width, ...).
 
-    python -m bugzoo_detectors.traincheck_adapter --out results/traincheck [--steps 20] \\
-        [--scenarios mlp-missing_zero_grad ...]
+Each violated invariant is an alarm at the step TrainCheck first saw it violated. The runs are
+scored by :mod:`bugzoo.judge.scoring` as two tools: ``traincheck`` (every inferred invariant)
+and ``traincheck_calibrated`` (without those step 2 found violated: what a user with a few more
+clean runs of their own pipeline would do; no scored run informs it). TrainCheck names an
+invariant, not a kind of bug, so its alarms carry the category ``unknown``. Run::
+
+    python -m bugzoo_detectors.traincheck_adapter --out results/runs/tools-traincheck \\
+        [--steps N] [--check-seeds 2,3,4]
+
+It writes ``runs.csv`` (one row per traced script), ``outcomes.csv`` and ``leaderboard.md``
+into ``--out``. A script whose check is already in ``--out`` is not traced again, so an
+interrupted run resumes.
 
 Optional: needs ``pip install -c constraints.txt 'bugzoo-bench[tools]'`` (``traincheck``).
 """
@@ -33,20 +44,37 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import pandas as pd
 
-from bugzoo.detector import Alarm
-from bugzoo.judge.tables import markdown
+from bugzoo.bugs import get_bug
+from bugzoo.harness.store import ALARM_COLUMNS
+from bugzoo.judge.scoring import judge_run, write_boards
+from bugzoo.scenarios import get_scenario
 
 log = logging.getLogger(__name__)
 
 EXTRA_HINT = "TrainCheck is not installed: pip install -c constraints.txt 'bugzoo-bench[tools]'"
-DEFAULT_SCENARIOS = ("mlp-missing_zero_grad", "mlp-lr_too_high", "mlp-log_of_zero",
-                     "mlp-frozen_from_start", "mlp-double_softmax")
+RAW, CALIBRATED = "traincheck", "traincheck_calibrated"
 STEPS_LINE = re.compile(r"^STEPS, (.*?) = \d+,", re.M)
 SEED_LINE = "torch.manual_seed(0)"
+CONTROL = "mlp-clean"
+
+
+@dataclass(frozen=True)
+class Script:
+    """One script to trace: ``scenario`` names it; ``bug`` is None for a clean script."""
+
+    scenario: str
+    bug: str | None
+    text: str  # with ``${SEED}`` where the seed goes
+
+    def at(self, seed: int) -> str:
+        return self.text.replace("${SEED}", str(seed))
 
 
 def available() -> str | None:
@@ -56,15 +84,43 @@ def available() -> str | None:
     return f"{', '.join(missing)} not found ({EXTRA_HINT})" if missing else None
 
 
-def script(scenario: str, kind: str, steps: int, seed: int) -> str:
-    """The exported ``kind`` ("buggy" or "fixed") script of ``scenario``, shortened and reseeded."""
-    from bugzoo.teach.export import render
-
-    text = render(scenario)[kind]
+def shortened(text: str, steps: int | None) -> str:
+    """An exported script cut to ``steps`` steps (None: as exported), with ``${SEED}`` in place
+    of its seed."""
     if not STEPS_LINE.search(text) or SEED_LINE not in text:
-        raise ValueError(f"exported script of {scenario} lacks the STEPS line or {SEED_LINE}")
-    text = STEPS_LINE.sub(lambda m: f"STEPS, {m.group(1)} = {steps},", text, count=1)
-    return text.replace(SEED_LINE, f"torch.manual_seed({seed})", 1)
+        raise ValueError(f"exported script lacks the STEPS line or {SEED_LINE}")
+    if steps is not None:
+        text = STEPS_LINE.sub(lambda m: f"STEPS, {m.group(1)} = {steps},", text, count=1)
+    return text.replace(SEED_LINE, "torch.manual_seed(${SEED})", 1)
+
+
+def scripts(steps: int | None) -> list[Script]:
+    """The scored scripts: each exportable mlp scenario's buggy script, then the clean ones:
+    the default clean script, the matched controls whose code differs from it (a scenario may
+    change the settings of both its scripts), and the healthy variants."""
+    from bugzoo.teach.export import healthy_variants, render, render_clean, supported
+
+    buggy, clean = [], {_code(render_clean()): Script(CONTROL, None,
+                                                      shortened(render_clean(), steps))}
+    for scenario in supported():
+        spec = get_scenario(scenario)
+        if spec.model != "mlp":
+            continue
+        pair = render(scenario)
+        buggy.append(Script(scenario, spec.bug, shortened(pair["buggy"], steps)))
+        clean.setdefault(_code(pair["fixed"]), Script(f"{scenario}-control", None,
+                                                       shortened(pair["fixed"], steps)))
+    for variant in healthy_variants("mlp"):
+        text = render_clean(variant)
+        clean.setdefault(_code(text), Script(f"mlp-clean-{variant}", None,
+                                             shortened(text, steps)))
+    return buggy + list(clean.values())
+
+
+def _code(script: str) -> str:
+    """What a script runs, for telling clean scripts apart: without its module docstring and
+    its last line (which name the scenario it came from and the metric it prints)."""
+    return script.split('"""', 2)[2].rsplit("\nprint(", 1)[0]
 
 
 def _run(cmd: list[str], cwd: Path, log_name: str) -> float:
@@ -85,8 +141,27 @@ def _plain_s(path: Path) -> float:
     return time.perf_counter() - t0
 
 
+def infer(work: Path, text: str, seeds: tuple[int, ...]) -> Path:
+    """Invariants inferred from ``text`` (a clean script) traced at each of ``seeds``."""
+    invariants = work / "invariants.json"
+    if invariants.is_file():
+        return invariants
+    for seed in seeds:
+        name = f"clean_train{seed}"
+        (work / f"{name}.py").write_text(text.replace("${SEED}", str(seed)))
+        _run(["traincheck-collect", "-p", f"{name}.py", "--output-dir", f"trace_{name}"],
+             work, f"collect_{name}.log")
+    _run(["traincheck-infer", "-f", *[f"trace_clean_train{s}" for s in seeds],
+          "-o", invariants.name], work, "infer.log")
+    return invariants
+
+
 def check_script(text: str, name: str, invariants: Path, work: Path) -> dict:
-    """Trace and check one script; returns TrainCheck's violation summary plus timings."""
+    """Trace and check one script; TrainCheck's violation summary plus timings, kept in
+    ``result_<name>.json`` and read from there when it exists."""
+    kept = work / f"result_{name}.json"
+    if kept.is_file():
+        return json.loads(kept.read_text())
     path = work / f"{name}.py"
     path.write_text(text)
     collect_s = _run(["traincheck-collect", "-p", path.name, "-i", str(invariants),
@@ -95,71 +170,127 @@ def check_script(text: str, name: str, invariants: Path, work: Path) -> dict:
                     f"check_{name}", "--no-html-report"], work, f"check_{name}.log")
     summary = json.loads((work / f"check_{name}" / f"trace_{name}" /
                           "violations_summary.json").read_text())
-    return {**summary, "collect_s": collect_s, "check_s": check_s, "plain_s": _plain_s(path)}
+    result = {**summary, "collect_s": collect_s, "check_s": check_s, "plain_s": _plain_s(path)}
+    shutil.rmtree(work / f"trace_{name}", ignore_errors=True)  # traces are large; kept: the check
+    kept.write_text(json.dumps(result))
+    return result
 
 
-def alarms(summary: dict, ignore: set[str] = frozenset()) -> list[Alarm]:
-    """One alarm per violated invariant (not in ``ignore``), at TrainCheck's first step."""
-    return [Alarm(int(v["first_step"]), "traincheck_invariant", "unknown",
-                  f"traincheck {v['relation_type']}: {v['display_name']}")
-            for v in summary.get("violations", []) if v["display_name"] not in ignore]
+def violations(result: dict, ignore: set[str] = frozenset()) -> pd.DataFrame:
+    """TrainCheck's violated invariants (not in ``ignore``) as alarms of one detector
+    (``store.ALARM_COLUMNS``, without the detector), one per invariant at its first step."""
+    return pd.DataFrame(
+        [{"step": int(v["first_step"]), "symptom": "invariant_violated", "category": "unknown",
+          "message": f"traincheck {v['relation_type']}: {v['display_name']}"}
+         for v in result.get("violations", []) if v["display_name"] not in ignore],
+        columns=ALARM_COLUMNS[1:])
 
 
-def run_offline(scenarios: list[str], out: Path, steps: int = 20,
-                train_seeds: tuple[int, ...] = (0, 1), check_seed: int = 2) -> pd.DataFrame:
-    """Infer invariants from clean traces, check the clean control and each scenario."""
+def run_outcomes(script: Script, seed: int, result: dict, unstable: set[str]) -> list[dict]:
+    """Both detectors' outcomes on one traced run, judged as a sweep's run is (onset 0: every
+    reproducer plants its mistake in the code its first step runs)."""
+    identity = {"role": "tool", "distribution": "traincheck", "version": _version(),
+                "error": None}
+    bug = get_bug(script.bug) if script.bug else None
+    summary = {"scenario": script.scenario, "model": "mlp", "seed": seed, "bug": script.bug,
+               "category": bug.category if bug else None, "loud": bool(bug and bug.loud),
+               "latent": bool(bug and get_scenario(script.scenario).latent), "onset": 0,
+               "detectors": {RAW: identity, CALIBRATED: identity}}
+    alarms = pd.concat([violations(result).assign(detector=RAW),
+                        violations(result, unstable).assign(detector=CALIBRATED)])
+    return judge_run(summary, alarms[ALARM_COLUMNS], pd.Series(dtype=float))
+
+
+def _version() -> str:
+    try:
+        return version("traincheck")
+    except PackageNotFoundError:
+        return ""
+
+
+def score_offline(out: Path, steps: int | None = None, check_seeds: tuple[int, ...] = (2, 3, 4),
+                  train_seeds: tuple[int, ...] = (0, 1),
+                  calibration_seeds: tuple[int, ...] = (5, 6), workers: int = 2,
+                  only: list[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Infer, calibrate and check (see the module docstring); returns the per-run table and
+    the outcome table (``bugzoo.judge.scoring`` rows). ``only``: score just these scenarios."""
     reason = available()
     if reason:
         raise ImportError(reason)
-    work = Path(out)
+    work = Path(out).resolve()  # TrainCheck's commands run inside it
     work.mkdir(parents=True, exist_ok=True)
-    infer_s = 0.0
-    for seed in train_seeds:
-        name = f"clean_train{seed}"
-        (work / f"{name}.py").write_text(script(scenarios[0], "fixed", steps, seed))
-        infer_s += _run(["traincheck-collect", "-p", f"{name}.py", "--output-dir",
-                         f"trace_{name}"], work, f"collect_{name}.log")
-    invariants = work / "invariants.json"
-    infer_s += _run(["traincheck-infer", "-f", *[f"trace_clean_train{s}" for s in train_seeds],
-                     "-o", invariants.name], work, "infer.log")
-    control = check_script(script(scenarios[0], "fixed", steps, check_seed), "clean",
-                           invariants, work)
-    control_names = {v["display_name"] for v in control.get("violations", [])}
-    rows = [_row("mlp-clean", control, None)]
-    for scenario in scenarios:
-        rows.append(_row(scenario, check_script(script(scenario, "buggy", steps, check_seed),
-                                                scenario, invariants, work), control_names))
-    table = pd.DataFrame(rows)
-    table.attrs["infer_s"] = infer_s
-    return table
+    every = scripts(steps)
+    todo = [s for s in every if only is None or s.scenario in only]
+    control = next(s for s in every if s.scenario == CONTROL)
+    t0 = time.perf_counter()
+    invariants = infer(work, control.text, train_seeds)
+    log.info("invariants inferred from %d clean traces (%.0f s)", len(train_seeds),
+             time.perf_counter() - t0)
+    unstable = {v["display_name"]
+                for seed in calibration_seeds
+                for v in check_script(control.at(seed), f"calibrate{seed}", invariants,
+                                      work).get("violations", [])}
+    jobs = [(s, seed) for s in todo for seed in check_seeds]
+    done = 0
+
+    def traced(job: tuple[Script, int]) -> dict:
+        nonlocal done
+        script, seed = job
+        result = check_script(script.at(seed), f"{script.scenario}_seed{seed}", invariants, work)
+        done += 1
+        log.info("[%d/%d] %s seed %d: %d invariants violated", done, len(jobs),
+                 script.scenario, seed, result.get("distinct_invariants_violated", 0))
+        return result
+
+    with ThreadPoolExecutor(workers) as pool:
+        results = list(pool.map(traced, jobs))
+    runs = pd.DataFrame([{
+        "scenario": s.scenario, "seed": seed, "clean": s.bug is None,
+        "violated": int(r.get("distinct_invariants_violated", 0)),
+        "violated_calibrated": len(violations(r, unstable)),
+        "first_step": r.get("first_violation_step"),
+        "overhead": (r["collect_s"] + r["check_s"]) / r["plain_s"]}
+        for (s, seed), r in zip(jobs, results, strict=True)])
+    table = pd.DataFrame([row for (s, seed), r in zip(jobs, results, strict=True)
+                          for row in run_outcomes(s, seed, r, unstable)])
+    table.attrs["unstable"] = len(unstable)
+    return runs, table
 
 
-def _row(scenario: str, summary: dict, control: set[str] | None) -> dict:
-    """A table row; ``new`` and ``flagged`` are relative to the clean control (None for it)."""
-    new = alarms(summary, ignore=control or set()) if control is not None else []
-    return {"scenario": scenario,
-            "violated": int(summary.get("distinct_invariants_violated", 0)),
-            "new": len(new) if control is not None else None,
-            "flagged": bool(new) if control is not None else None,
-            "first_step": min((a.step for a in new), default=None),
-            "new_invariants": "; ".join(a.message.split(": ", 1)[1] for a in new),
-            "overhead": round((summary["collect_s"] + summary["check_s"])
-                              / summary["plain_s"], 1)}
+def overhead_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Both detectors' cost in ``overhead.csv``'s shape: (trace + check) wall over the plain
+    script's wall, median over the traced runs."""
+    median = float(runs["overhead"].median())
+    return pd.DataFrame([{"model": "mlp", "variant": name, "median_x": median,
+                          "mean_x": float(runs["overhead"].mean())}
+                         for name in (RAW, CALIBRATED)])
+
+
+def _seeds(text: str) -> tuple[int, ...]:
+    return tuple(int(s) for s in text.split(","))
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bugzoo_detectors.traincheck_adapter",
-                                description="Run TrainCheck offline on exported mlp scenarios.")
-    p.add_argument("--out", required=True, help="work folder for scripts, traces and reports")
-    p.add_argument("--scenarios", nargs="+", default=list(DEFAULT_SCENARIOS))
-    p.add_argument("--steps", type=int, default=20, help="training steps of every script")
+                                description="Score TrainCheck offline on exported mlp scripts.")
+    p.add_argument("--out", required=True, type=Path,
+                   help="work folder for scripts, checks and the leaderboard")
+    p.add_argument("--steps", type=int,
+                   help="cut every script to this many steps (default: as exported, 62 to 400 "
+                        "steps, the length each needs to show its symptom)")
+    p.add_argument("--check-seeds", type=_seeds, default=(2, 3, 4),
+                   help="comma-separated seeds of the scored runs (default 2,3,4)")
+    p.add_argument("--workers", type=int, default=2, help="scripts traced at once")
+    p.add_argument("--scenarios", nargs="+", help="score only these scripts' scenarios")
     args = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO)
-    table = run_offline(args.scenarios, Path(args.out), steps=args.steps)
-    table.to_csv(Path(args.out) / "table.csv", index=False)
-    shown = table.astype({"new": "Int64", "first_step": "Int64"}).astype(object).fillna("-")
-    print(markdown(shown.assign(new_invariants=shown["new_invariants"].str.slice(0, 90))))
-    print(f"\ninference (clean traces + infer): {table.attrs['infer_s']:.0f} s")
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    runs, table = score_offline(args.out, steps=args.steps, check_seeds=args.check_seeds,
+                                workers=args.workers, only=args.scenarios)
+    runs.to_csv(args.out / "runs.csv", index=False)
+    table.to_csv(args.out / "outcomes.csv", index=False)
+    command = " ".join(["python -m bugzoo_detectors.traincheck_adapter", *sys.argv[1:]])
+    print(write_boards(table, overhead_table(runs), args.out, command, [args.out]))
+    print(f"invariants dropped by calibration: {table.attrs['unstable']}")
     return 0
 
 

@@ -12,7 +12,8 @@ import pytest
 
 from bugzoo.bugs import get_bug
 from bugzoo.cli import main
-from bugzoo.teach.export import export, render, supported
+from bugzoo.errors import UsageError
+from bugzoo.teach.export import export, healthy_variants, render, render_clean, supported
 
 # diverse: loss, loop, data, optim; each pair runs in a few seconds on one core
 RUN = ("mlp-double_softmax", "mlp-missing_zero_grad", "mlp-labels_misaligned", "mlp-lr_too_high")
@@ -60,3 +61,29 @@ def test_cli(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "no standalone reproducer" in err and "mlp-double_softmax" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_healthy_variants_are_one_deliberate_change_from_the_clean_script():
+    clean = render_clean()
+
+    def code(script):  # without the docstring and the SYMPTOM line, which name the scenario
+        return script.split('"""', 2)[2].rsplit("\nprint(", 1)[0]
+
+    assert code(clean) == code(render("mlp-double_softmax")["fixed"])
+    assert len(healthy_variants()) >= 10
+    for variant in healthy_variants():
+        text = render_clean(variant)
+        assert text != clean and f"mlp-clean-{variant}" in text
+        compile(text, variant, "exec")
+    with pytest.raises(UsageError, match="no healthy variant 'adam2'.*sgd_momentum"):
+        render_clean("adam2")
+
+
+def test_healthy_variants_train_as_well_as_the_clean_script(tmp_path):
+    paths = []
+    for variant in ("sgd_momentum", "narrow", "small_data"):  # optimizer, width, data size
+        paths.append(tmp_path / f"{variant}.py")
+        paths[-1].write_text(render_clean(variant))
+    with ThreadPoolExecutor(2) as pool:
+        for metric, value in pool.map(symptom, paths):
+            assert metric == "final_val_acc" and value > 0.9  # chance is 0.25; clean gets 0.99

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import shutil
 
 import pytest
@@ -74,14 +75,56 @@ def test_cockpit_flags_missing_zero_grad_not_clean_and_leaves_the_run_unchanged(
     assert buggy.alarms["category"].iloc[0] == "optim"
 
 
-@pytest.mark.skipif(not HAS_TRAINCHECK, reason="TrainCheck not installed (extra: tools)")
-def test_traincheck_offline_flags_missing_zero_grad_beyond_the_clean_control(tmp_path):
-    from bugzoo_detectors.traincheck_adapter import run_offline
+def test_traincheck_scores_exported_buggy_scripts_against_controls_and_healthy_variants():
+    from bugzoo_detectors.traincheck_adapter import scripts
 
-    table = run_offline(["mlp-missing_zero_grad"], tmp_path, steps=8, train_seeds=(0,))
-    buggy = table.set_index("scenario").loc["mlp-missing_zero_grad"]
-    assert buggy["flagged"]
-    assert "zero_grad" in buggy["new_invariants"]  # the ordering step -> zero_grad is broken
+    from bugzoo.teach.export import healthy_variants, supported
+
+    every = scripts(None)
+    buggy = [s for s in every if s.bug]
+    clean = [s for s in every if s.bug is None]
+    assert [s.scenario for s in buggy] == [s for s in supported() if s.startswith("mlp-")]
+    names = {s.scenario for s in clean}
+    assert "mlp-clean" in names and {f"mlp-clean-{v}" for v in healthy_variants()} <= names
+    assert len({s.text for s in clean}) == len(clean)  # each clean script once
+    # a control whose scenario changes the settings of both scripts is scored too
+    assert "mlp-log_of_zero-control" in names and "mlp-double_softmax-control" not in names
+    assert all("${SEED}" in s.text for s in every) and "= 7," in scripts(7)[0].text
+
+
+def test_traincheck_outcomes_judge_each_violation_and_calibration_drops_unstable_ones():
+    from bugzoo_detectors.traincheck_adapter import CALIBRATED, RAW, Script, run_outcomes
+
+    result = {"violations": [
+        {"display_name": "Adam.step() precedes zero_grad()", "relation_type": "Lead",
+         "first_step": 3},
+        {"display_name": "seed-dependent", "relation_type": "Consistent", "first_step": 0}]}
+    buggy = {r["detector"]: r for r in run_outcomes(
+        Script("mlp-missing_zero_grad", "missing_zero_grad", ""), 2, result, {"seed-dependent"})}
+    assert buggy[RAW]["outcome"] == "hit" and buggy[RAW]["alarm_step"] == 0
+    assert buggy[CALIBRATED]["outcome"] == "hit" and buggy[CALIBRATED]["alarm_step"] == 3
+    assert buggy[RAW]["role"] == "tool" and buggy[RAW]["category"] == "loop"
+    assert buggy[RAW]["diagnosed"] is False  # an invariant names no bug category
+    clean = {r["detector"]: r["outcome"] for r in run_outcomes(
+        Script("mlp-clean", None, ""), 2, {"violations": result["violations"][1:]},
+        {"seed-dependent"})}
+    assert clean == {RAW: "false_alarm", CALIBRATED: "quiet"}
+    latent = run_outcomes(Script("mlp-train_mode_not_restored", "train_mode_not_restored", ""),
+                          2, result, set())
+    assert all(r["latent"] for r in latent)
+
+
+@pytest.mark.skipif(not HAS_TRAINCHECK, reason="TrainCheck not installed (extra: tools)")
+def test_traincheck_flags_missing_zero_grad_and_scores_it(tmp_path):
+    from bugzoo_detectors.traincheck_adapter import score_offline
+
+    runs, table = score_offline(tmp_path, steps=8, check_seeds=(2,), train_seeds=(0,),
+                                calibration_seeds=(1,), only=["mlp-missing_zero_grad"])
+    assert list(runs["scenario"]) == ["mlp-missing_zero_grad"]
+    buggy = table.set_index("detector").loc["traincheck_calibrated"]
+    assert buggy["outcome"] == "hit"
+    checks = json.loads((tmp_path / "result_mlp-missing_zero_grad_seed2.json").read_text())
+    assert any("zero_grad" in v["display_name"] for v in checks["violations"])
 
 
 @pytest.mark.skipif(not HAS_COCKPIT, reason="Cockpit/BackPACK not installed (extra: tools)")

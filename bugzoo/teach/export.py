@@ -45,16 +45,46 @@ def render(scenario: str) -> dict[str, str]:
     family, bug = _family(spec.model), get_bug(spec.bug)
     delta = _delta(spec.model, bug)
     fixed = family.TEMPLATE
-    buggy = fixed
-    for old, new in delta.patch:
-        if buggy.count(old) != 1:
-            raise RuntimeError(f"reproducer patch of {spec.bug} matches {buggy.count(old)} times: "
-                               f"{old!r}")
-        buggy = buggy.replace(old, new)
+    buggy = _patched(fixed, delta, spec.bug)
     settings = {**family.DEFAULTS, **delta.settings, "TITLE": bug.title, "SCENARIO": scenario,
-                "METRIC": bug.check.metric, "EXPECT": EXPECT[bug.check.direction]}
+                "METRIC": bug.check.metric,
+                "PURPOSE": f"The last line prints the symptom: {bug.check.metric} should be "
+                           f"{EXPECT[bug.check.direction]} in buggy.py than in fixed.py."}
     return {variant: Template(text).substitute(settings, VARIANT=variant)
             for variant, text in (("buggy", buggy), ("fixed", fixed))}
+
+
+def _patched(text: str, delta: Delta, name: str) -> str:
+    """``text`` with each of ``delta``'s replacements made; each must match exactly once."""
+    for old, new in delta.patch:
+        if text.count(old) != 1:
+            raise RuntimeError(f"reproducer patch of {name} matches {text.count(old)} times: "
+                               f"{old!r}")
+        text = text.replace(old, new)
+    return text
+
+
+def healthy_variants(model: str = "mlp") -> list[str]:
+    """The healthy variants of ``model``'s fixed reproducer (see :func:`render_clean`)."""
+    return sorted(getattr(_family(model), "HEALTHY", {}))
+
+
+def render_clean(variant: str | None = None, model: str = "mlp") -> str:
+    """A clean script: ``model``'s fixed reproducer on its default settings, or a healthy
+    ``variant`` of it (a deliberate, harmless change: another batch size, optimizer or width,
+    named after the harness's clean variant it mirrors)."""
+    family = _family(model)
+    healthy = getattr(family, "HEALTHY", {})
+    if variant is not None and variant not in healthy:
+        raise UsageError(f"no healthy variant '{variant}' of the {model} reproducer "
+                         f"(choose from: {', '.join(sorted(healthy))})")
+    delta = healthy[variant] if variant else Delta(())
+    name = f"{model}-clean-{variant}" if variant else f"{model}-clean"
+    settings = {**family.DEFAULTS, **delta.settings, "SCENARIO": name,
+                "TITLE": f"{model}, healthy ({variant})" if variant else f"{model}, clean",
+                "METRIC": "final_val_acc",
+                "PURPOSE": "The clean pipeline, or a deliberate, harmless change to it."}
+    return Template(_patched(family.TEMPLATE, delta, name)).substitute(settings, VARIANT="fixed")
 
 
 def export(scenario: str, out: Path) -> list[Path]:

@@ -2,6 +2,8 @@
 
 Each module defines ``TEMPLATE`` (the fixed script, with ``${NAME}`` settings) and ``DELTAS``
 (bug id -> :class:`Delta`): the buggy script is the fixed one plus a small textual patch.
+A module may also define ``HEALTHY`` (variant name -> :class:`Delta`): clean scripts that differ
+from the fixed one by a deliberate, harmless change (another batch size, optimizer, width).
 """
 
 from __future__ import annotations

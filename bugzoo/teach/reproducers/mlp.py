@@ -10,7 +10,7 @@ DEFAULTS: dict[str, object] = {"STEPS": 200, "LR": 1e-2, "N_TRAIN": 2000, "NOISE
 TEMPLATE = '''\
 """${TITLE}: ${VARIANT} reproducer (bugzoo scenario ${SCENARIO}, plain PyTorch, CPU, seconds).
 
-The last line prints the symptom: ${METRIC} should be ${EXPECT} in buggy.py than in fixed.py.
+${PURPOSE}
 """
 import math
 
@@ -131,4 +131,30 @@ DELTAS: dict[str, Delta] = {
     "leakage_val_in_train": Delta(((CLASS_LINE, "x_train, y_train = torch.cat([x_train, x_val]), "
                                                 "torch.cat([y_train, y_val])\n" + CLASS_LINE),),
                                   OVERFIT),
+}
+
+# Healthy variants of the fixed script, each a change a practitioner makes on purpose; named
+# after the harness's clean variants they mirror (scenarios/mlp-clean-<name>.yaml). Offline
+# tools that check whole scripts are scored on them as clean runs.
+HIDDEN = "nn.Linear(DIM, 64), nn.ReLU(), nn.Dropout(0.2),\n" \
+         "                                      nn.Linear(64, 64), nn.ReLU())\n" \
+         "        self.head = nn.Linear(64, CLASSES)"
+BATCH_LINE = "STEPS, BATCH, LR, EVAL_EVERY, CLASSES, DIM = ${STEPS}, 32,"
+HEALTHY: dict[str, Delta] = {
+    "batch16": Delta(((BATCH_LINE, BATCH_LINE.replace("32", "16")),)),
+    "batch128": Delta(((BATCH_LINE, BATCH_LINE.replace("32", "128")),)),
+    "clip1": Delta((("        loss.backward()\n",
+                     "        loss.backward()\n"
+                     "        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"),)),
+    "dropout05": Delta((("nn.Dropout(0.2)", "nn.Dropout(0.5)"),)),
+    "label_smoothing": Delta((("return F.cross_entropy(logits, y)",
+                               "return F.cross_entropy(logits, y, label_smoothing=0.1)"),)),
+    "lr_x0p3": Delta((), {"LR": 3e-3}),
+    "lr_x3": Delta((), {"LR": 3e-2}),
+    "narrow": Delta(((HIDDEN, HIDDEN.replace("64", "16")),)),
+    "sgd_momentum": Delta((("torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)",
+                            "torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, "
+                            "weight_decay=5e-4)"),)),
+    "small_data": Delta((), {"N_TRAIN": 300, "N_VAL": 300}),
+    "wide": Delta(((HIDDEN, HIDDEN.replace("64", "256")),)),
 }
