@@ -181,6 +181,27 @@ def test_score_cli_writes_tables_and_publishes(sweep, tmp_path, monkeypatch, cap
     assert main(["score", str(tmp_path / "nope")]) == 2
 
 
+def test_a_tool_subset_is_scored_beside_the_reference_sweep_on_the_same_runs(sweep, tmp_path,
+                                                                             capsys):
+    from bugzoo.cli import main
+
+    tool, tool_status = tmp_path / "tool", {"t": status(role="tool")}
+    write(tool, "mlp-double_softmax", 0, [("t", 5, "s", "loss", "")], tool_status,
+          bug="double_softmax", category="loss")
+    write(tool, "mlp-clean", 0, [], tool_status)
+    assert main(["score", str(tool / "sw"), "--beside", str(sweep)]) == 0
+    table = pd.read_csv(tool / "sw" / "outcomes.csv")
+    # the reference's detectors come in on the tool's two runs only, the tool's rows stay its own
+    assert set(map(tuple, table[["detector", "scenario"]].values)) >= {
+        ("t", "mlp-double_softmax"), ("a", "mlp-double_softmax"), ("a", "mlp-clean"),
+        ("b", "mlp-clean")}
+    assert set(table["scenario"]) == {"mlp-double_softmax", "mlp-clean"}
+    board = pd.read_csv(tool / "sw" / "leaderboard.csv").set_index("detector")
+    assert board.loc["t", "score"] == 1.0 and board.loc["a", "score"] == 0.0  # a: hit + FA
+    assert f"--beside {sweep}" in capsys.readouterr().out
+    assert main(["score", str(tool / "sw"), "--beside", str(tmp_path / "nope")]) == 2
+
+
 def test_baselines_score_about_zero_on_the_quick_sweep(tmp_path):
     """On a real sweep: the three baselines score 0 within their intervals, and a constant
     alarm exactly 0, so a scoring change that lets a constant detector win fails here."""

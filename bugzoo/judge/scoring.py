@@ -439,15 +439,31 @@ def read_overhead(sweep_dir: Path) -> pd.DataFrame | None:
 
 
 def score_sweep(sweep_dir: Path, publish: Path | None = None,
-                command: str | None = None) -> str:
-    """Score a sweep folder; write leaderboard.md/.csv and the other tables; return the md."""
+                command: str | None = None, beside: Path | None = None) -> str:
+    """Score a sweep folder; write leaderboard.md/.csv and the other tables; return the md.
+    ``beside``: another sweep folder whose detectors are scored too, on the runs both made
+    (see :func:`with_rows_beside`)."""
     sweep_dir = Path(sweep_dir)
     table = outcomes(sweep_dir)
-    text = write_boards(table, read_overhead(sweep_dir), sweep_dir,
-                        command or f"bugzoo score {sweep_dir}",
+    overhead = read_overhead(sweep_dir)
+    if beside is not None:
+        table = with_rows_beside(table, outcomes(Path(beside)))
+        frames = [f for f in (overhead, read_overhead(Path(beside))) if f is not None]
+        overhead = (pd.concat(frames).drop_duplicates(["variant", "model"])
+                    if frames else None)
+    text = write_boards(table, overhead, sweep_dir, command or f"bugzoo score {sweep_dir}",
                         [sweep_dir, *([Path(publish)] if publish else [])])
     table.to_csv(sweep_dir / "outcomes.csv", index=False)
     return text
+
+
+def with_rows_beside(table: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
+    """``table`` plus ``other``'s rows for the detectors ``table`` lacks, on the runs (scenario
+    and seed) ``table`` has: a tool swept on a subset, scored beside the reference sweep's
+    detectors on the same runs (a run is a function of its scenario and seed)."""
+    runs = table[["scenario", "seed"]].drop_duplicates()
+    theirs = other[~other["detector"].isin(set(table["detector"]))]
+    return pd.concat([table, theirs.merge(runs, on=["scenario", "seed"])], ignore_index=True)
 
 
 def write_boards(table: pd.DataFrame, overhead: pd.DataFrame | None, made_in: Path,
@@ -480,9 +496,15 @@ def main(argv: list[str]) -> int:
     p.add_argument("sweep_dir", help="a sweep folder, e.g. results/runs/bench")
     p.add_argument("--publish", action="store_true",
                    help="also write the tables into results/")
+    p.add_argument("--beside", metavar="SWEEP_DIR",
+                   help="also score this sweep's detectors, on the runs both sweeps made "
+                        "(e.g. a tool's subset beside results/runs/bench)")
     args = p.parse_args(argv)
-    if not Path(args.sweep_dir).is_dir():
-        raise UsageError(f"no sweep folder {args.sweep_dir}")
-    command = f"bugzoo score {args.sweep_dir}" + (" --publish" if args.publish else "")
-    print(score_sweep(Path(args.sweep_dir), Path("results") if args.publish else None, command))
+    for folder in filter(None, (args.sweep_dir, args.beside)):
+        if not Path(folder).is_dir():
+            raise UsageError(f"no sweep folder {folder}")
+    command = " ".join(["bugzoo score", args.sweep_dir, *(["--publish"] if args.publish else []),
+                        *(["--beside", args.beside] if args.beside else [])])
+    print(score_sweep(Path(args.sweep_dir), Path("results") if args.publish else None, command,
+                      Path(args.beside) if args.beside else None))
     return 0
