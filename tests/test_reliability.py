@@ -228,3 +228,28 @@ def test_time_budget_cuts_a_call_off_inside_and_outside_a_run_scope():
             time.sleep(5)
         time.sleep(0.3)  # disarmed after the call: nothing fires later
     assert signal.getsignal(signal.SIGALRM) is before
+
+
+def test_a_round_of_budgeted_calls_arms_the_timer_once_and_cuts_off_only_a_late_call():
+    """Inside a run's scope a call notes its deadline; the timer, armed by the round's first
+    call, is re-armed for a call with time left, so each call keeps its whole budget however
+    long the round; after the round the timer is disarmed."""
+    from bugzoo.detector import Detector
+    from bugzoo.harness.watch import Watch, budget_scope, observer
+
+    class Nap(Detector):
+        def __init__(self, seconds: float):
+            self.seconds = seconds
+
+        def observe(self, obs):
+            time.sleep(self.seconds)
+            return []
+
+    watches = [Watch(Nap(0.2), 0.3) for _ in range(3)] + [Watch(Nap(5), 0.3)]
+    t0 = time.perf_counter()
+    with budget_scope():
+        observer(watches)(None)  # 0.6 s of calls past the first arming: only the last is late
+        assert signal.getitimer(signal.ITIMER_REAL)[0] == 0  # nothing fires into the next step
+    assert time.perf_counter() - t0 < 2
+    assert [w.error is None for w in watches] == [True, True, True, False]
+    assert "DetectorTimeout" in watches[-1].error and "0.3 s per call" in watches[-1].error

@@ -44,7 +44,7 @@ from bugzoo.data import BatchLoader
 from bugzoo.detector import Detector
 from bugzoo.harness import store
 from bugzoo.harness.record import DetectorStatus, RunResult, build_summary
-from bugzoo.harness.watch import budget_scope, run_facts, run_view, watches_for
+from bugzoo.harness.watch import budget_scope, observer, run_facts, run_view, watches_for
 from bugzoo.telemetry import trace_tables
 from bugzoo.train import Trainer, measure
 
@@ -136,7 +136,7 @@ def rank_main(run_dir: Path, rank: int) -> int:
             for w in watches:
                 w.call("setup", run_view(trainer))
             dist.monitored_barrier(group=wait_group, timeout=wait)
-            trainer.fit([w.observer() for w in watches], rows=rows)
+            trainer.fit([observer(watches)], rows=rows)
             torch.save(_flat_params(trainer.model), run_dir / f"params{rank}.pt")
             dist.monitored_barrier(group=wait_group, timeout=wait)  # all trained before teardown
             if rank == 0:

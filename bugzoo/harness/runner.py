@@ -15,7 +15,7 @@ from bugzoo.config import resolved
 from bugzoo.detector import Detector
 from bugzoo.harness import distributed, store
 from bugzoo.harness.record import PartialRun, RunResult, build_summary
-from bugzoo.harness.watch import budget_scope, run_facts, run_view, twin_for, watches_for
+from bugzoo.harness.watch import budget_scope, observer, run_facts, run_view, twin_for, watches_for
 from bugzoo.telemetry import trace_tables
 from bugzoo.train import Trainer, measure, measure_padding, serving_widths
 
@@ -47,7 +47,7 @@ def execute(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = N
             twin = twin_for(watches, cfg, bug)
             for w in watches:
                 w.call("setup", run_view(trainer, twin))
-            trainer.fit([w.observer() for w in watches], rows=rows)
+            trainer.fit([observer(watches)], rows=rows)
         except Exception as e:
             outcome, error = "crashed", f"{type(e).__name__}: {e}"
             log.info("run crashed: %s\n%s", error, traceback.format_exc(limit=3))

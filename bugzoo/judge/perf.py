@@ -41,7 +41,7 @@ from bugzoo.harness.sweep import (
     sweep_options,
     sweep_parser,
 )
-from bugzoo.harness.watch import budget_scope, run_view, twin_for, watches_for
+from bugzoo.harness.watch import budget_scope, observer, run_view, twin_for, watches_for
 from bugzoo.judge.overfit import overfit_single_batch
 from bugzoo.judge.scoring import suite_members
 from bugzoo.judge.tables import markdown
@@ -90,6 +90,7 @@ class LoopVariant:
             for w in self.watches:
                 w.call("setup", run_view(self.trainer, twin))
         self.setup_s = time.perf_counter() - t0
+        self.observe = observer(self.watches)
         self.anomaly = (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled())
         torch.autograd.set_detect_anomaly(False)
         self.times: list[float] = []
@@ -115,8 +116,7 @@ class LoopVariant:
                 obs = t.telemetry.observe(t.step, loss, lr=t.lr(), training=True, step_s=0.0,
                                           data_s=t.data_s, elapsed_s=0.0, cuda_mb=0.0, scale=None)
                 self.trace.append(obs.row())  # the run's trace row, as the real loop keeps it
-                for w in self.watches:
-                    w.call("observe", obs)
+                self.observe(obs)
             else:
                 loss.item()  # the bare loop still reads its loss once per step
             t.step += 1

@@ -28,7 +28,7 @@ from bugzoo.detector import (
 from bugzoo.errors import UsageError
 from bugzoo.harness import store
 from bugzoo.harness.traceset import StoredRun, stored_runs
-from bugzoo.harness.watch import Watch, budget_scope
+from bugzoo.harness.watch import Watch, budget_scope, observer
 from bugzoo.judge.scoring import judge_run, write_boards
 
 log = logging.getLogger(__name__)
@@ -76,9 +76,9 @@ def replay_run(run: StoredRun, names: list[str]) -> tuple[pd.DataFrame, dict[str
     with budget_scope():
         for w in watches:
             w.call("setup", view)
+        observe = observer(watches)
         for obs in run.observations():
-            for w in watches:
-                w.call("observe", obs)
+            observe(obs)
         for w in watches:
             w.call("teardown")
     wall_s = time.perf_counter() - start
