@@ -9,8 +9,9 @@ export``'s standalone mlp scripts (plain PyTorch), each as long as it needs to s
 symptom (or cut to ``steps``):
 
 1. invariants are inferred from the clean script traced at each of ``train_seeds``;
-2. the clean script is traced and checked at each of ``calibration_seeds``: the invariants
-   violated there do not even hold across seeds of the pipeline they were inferred from;
+2. every clean script is traced and checked at each of ``calibration_seeds``: an invariant
+   the inferred-from script violates there does not even hold across seeds of its own
+   pipeline; one another clean script violates does not hold for that healthy configuration;
 3. every scored run is traced and checked at each of ``check_seeds`` (seeds neither inferred
    from nor calibrated on):
 
@@ -19,10 +20,18 @@ symptom (or cut to ``steps``):
      and the reproducer's healthy variants (another batch size, optimizer, width, ...).
 
 Each violated invariant is an alarm at the step TrainCheck first saw it violated. The runs are
-scored by :mod:`bugzoo.judge.scoring` as two tools: ``traincheck`` (every inferred invariant)
-and ``traincheck_calibrated`` (without those step 2 found violated: what a user with a few more
-clean runs of their own pipeline would do; no scored run informs it). TrainCheck names an
-invariant, not a kind of bug, so its alarms carry the category ``unknown``. Run::
+scored by :mod:`bugzoo.judge.scoring` as three tools, one per way of using the invariants:
+
+* ``traincheck``: every inferred invariant;
+* ``traincheck_calibrated``: without those the clean script violates at ``calibration_seeds``
+  (what a user with a few more clean runs of the pipeline they inferred from would drop);
+* ``traincheck_calibrated_variants``: without those any clean script (controls and healthy
+  variants too) violates at ``calibration_seeds`` (a user who also ran each configuration they
+  will train cleanly at other seeds).
+
+No scored run informs a calibration: the scored seeds are neither inferred from nor calibrated
+on. TrainCheck names an invariant, not a kind of bug, so its alarms carry the category
+``unknown``. Run::
 
     python -m bugzoo_detectors.traincheck_adapter --out results/runs/tools-traincheck \\
         [--steps N] [--check-seeds 2,3,4]
@@ -39,6 +48,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import re
 import shutil
 import subprocess
@@ -59,7 +69,7 @@ from bugzoo.scenarios import get_scenario
 log = logging.getLogger(__name__)
 
 EXTRA_HINT = "TrainCheck is not installed: pip install -c constraints.txt 'bugzoo-bench[tools]'"
-RAW, CALIBRATED = "traincheck", "traincheck_calibrated"
+RAW, CALIBRATED, VARIANTS = "traincheck", "traincheck_calibrated", "traincheck_calibrated_variants"
 STEPS_LINE = re.compile(r"^STEPS, (.*?) = \d+,", re.M)
 SEED_LINE = "torch.manual_seed(0)"
 CONTROL = "mlp-clean"
@@ -186,19 +196,30 @@ def violations(result: dict, ignore: set[str] = frozenset()) -> pd.DataFrame:
         columns=ALARM_COLUMNS[1:])
 
 
-def run_outcomes(script: Script, seed: int, result: dict, unstable: set[str]) -> list[dict]:
-    """Both detectors' outcomes on one traced run, judged as a sweep's run is (onset 0: every
-    reproducer plants its mistake in the code its first step runs)."""
+def run_outcomes(script: Script, seed: int, result: dict,
+                 dropped: dict[str, set[str]]) -> list[dict]:
+    """Each detector's outcome on one traced run, judged as a sweep's run is (onset 0: every
+    reproducer plants its mistake in the code its first step runs). ``dropped``: per detector,
+    the invariants it ignores (``RAW``: none)."""
     identity = {"role": "tool", "distribution": "traincheck", "version": _version(),
-                "error": None}
+                "error": result.get("error")}
     bug = get_bug(script.bug) if script.bug else None
+    ignored = {RAW: set(), **dropped}
     summary = {"scenario": script.scenario, "model": "mlp", "seed": seed, "bug": script.bug,
                "category": bug.category if bug else None, "loud": bool(bug and bug.loud),
                "latent": bool(bug and get_scenario(script.scenario).latent), "onset": 0,
-               "detectors": {RAW: identity, CALIBRATED: identity}}
-    alarms = pd.concat([violations(result).assign(detector=RAW),
-                        violations(result, unstable).assign(detector=CALIBRATED)])
+               "detectors": dict.fromkeys(ignored, identity)}
+    alarms = pd.concat([violations(result, ignore).assign(detector=name)
+                        for name, ignore in ignored.items()])
     return judge_run(summary, alarms[ALARM_COLUMNS], pd.Series(dtype=float))
+
+
+def violated_at(script: Script, seeds: tuple[int, ...], invariants: Path, work: Path) -> set[str]:
+    """The invariants ``script`` violates when traced at any of ``seeds`` (a calibration)."""
+    name = "calibrate" if script.scenario == CONTROL else f"calibrate_{script.scenario}_"
+    return {v["display_name"] for seed in seeds
+            for v in check_script(script.at(seed), f"{name}{seed}", invariants,
+                                  work).get("violations", [])}
 
 
 def _version() -> str:
@@ -226,34 +247,41 @@ def score_offline(out: Path, steps: int | None = None, check_seeds: tuple[int, .
     invariants = infer(work, control.text, train_seeds)
     log.info("invariants inferred from %d clean traces (%.0f s)", len(train_seeds),
              time.perf_counter() - t0)
-    unstable = {v["display_name"]
-                for seed in calibration_seeds
-                for v in check_script(control.at(seed), f"calibrate{seed}", invariants,
-                                      work).get("violations", [])}
     jobs = [(s, seed) for s in todo for seed in check_seeds]
     done = 0
 
     def traced(job: tuple[Script, int]) -> dict:
         nonlocal done
         script, seed = job
-        result = check_script(script.at(seed), f"{script.scenario}_seed{seed}", invariants, work)
+        try:
+            result = check_script(script.at(seed), f"{script.scenario}_seed{seed}", invariants,
+                                  work)
+        except RuntimeError as e:  # recorded as the tool's error on that run, as a sweep does
+            log.warning("%s seed %d: %s", script.scenario, seed, str(e).splitlines()[0])
+            result = {"error": str(e).splitlines()[0], "collect_s": math.nan,
+                      "check_s": math.nan, "plain_s": math.nan}
         done += 1
         log.info("[%d/%d] %s seed %d: %d invariants violated", done, len(jobs),
                  script.scenario, seed, result.get("distinct_invariants_violated", 0))
         return result
 
     with ThreadPoolExecutor(workers) as pool:
+        calibrating = [control, *[s for s in todo if s.bug is None and s is not control]]
+        found = list(pool.map(lambda s: violated_at(s, calibration_seeds, invariants, work),
+                              calibrating))
+        dropped = {CALIBRATED: found[0], VARIANTS: set().union(*found)}
         results = list(pool.map(traced, jobs))
     runs = pd.DataFrame([{
         "scenario": s.scenario, "seed": seed, "clean": s.bug is None,
         "violated": int(r.get("distinct_invariants_violated", 0)),
-        "violated_calibrated": len(violations(r, unstable)),
+        "violated_calibrated": len(violations(r, dropped[CALIBRATED])),
+        "violated_calibrated_variants": len(violations(r, dropped[VARIANTS])),
         "first_step": r.get("first_violation_step"),
         "overhead": (r["collect_s"] + r["check_s"]) / r["plain_s"]}
         for (s, seed), r in zip(jobs, results, strict=True)])
     table = pd.DataFrame([row for (s, seed), r in zip(jobs, results, strict=True)
-                          for row in run_outcomes(s, seed, r, unstable)])
-    table.attrs["unstable"] = len(unstable)
+                          for row in run_outcomes(s, seed, r, dropped)])
+    table.attrs["dropped"] = {name: len(names) for name, names in dropped.items()}
     return runs, table
 
 
@@ -263,7 +291,7 @@ def overhead_table(runs: pd.DataFrame) -> pd.DataFrame:
     median = float(runs["overhead"].median())
     return pd.DataFrame([{"model": "mlp", "variant": name, "median_x": median,
                           "mean_x": float(runs["overhead"].mean())}
-                         for name in (RAW, CALIBRATED)])
+                         for name in (RAW, CALIBRATED, VARIANTS)])
 
 
 def _seeds(text: str) -> tuple[int, ...]:
@@ -290,7 +318,8 @@ def main(argv: list[str] | None = None) -> int:
     table.to_csv(args.out / "outcomes.csv", index=False)
     command = " ".join(["python -m bugzoo_detectors.traincheck_adapter", *sys.argv[1:]])
     print(write_boards(table, overhead_table(runs), args.out, command, [args.out]))
-    print(f"invariants dropped by calibration: {table.attrs['unstable']}")
+    for name, count in table.attrs["dropped"].items():
+        print(f"{name}: {count} invariants dropped by calibration")
     return 0
 
 

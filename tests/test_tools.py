@@ -93,25 +93,32 @@ def test_traincheck_scores_exported_buggy_scripts_against_controls_and_healthy_v
 
 
 def test_traincheck_outcomes_judge_each_violation_and_calibration_drops_unstable_ones():
-    from bugzoo_detectors.traincheck_adapter import CALIBRATED, RAW, Script, run_outcomes
+    from bugzoo_detectors.traincheck_adapter import CALIBRATED, RAW, VARIANTS, Script, run_outcomes
 
     result = {"violations": [
         {"display_name": "Adam.step() precedes zero_grad()", "relation_type": "Lead",
          "first_step": 3},
         {"display_name": "seed-dependent", "relation_type": "Consistent", "first_step": 0}]}
+    dropped = {CALIBRATED: {"seed-dependent"},
+               VARIANTS: {"seed-dependent", "Adam.step() precedes zero_grad()"}}
     buggy = {r["detector"]: r for r in run_outcomes(
-        Script("mlp-missing_zero_grad", "missing_zero_grad", ""), 2, result, {"seed-dependent"})}
+        Script("mlp-missing_zero_grad", "missing_zero_grad", ""), 2, result, dropped)}
     assert buggy[RAW]["outcome"] == "hit" and buggy[RAW]["alarm_step"] == 0
     assert buggy[CALIBRATED]["outcome"] == "hit" and buggy[CALIBRATED]["alarm_step"] == 3
     assert buggy[RAW]["role"] == "tool" and buggy[RAW]["category"] == "loop"
+    assert buggy[VARIANTS]["outcome"] == "miss"  # every violation dropped
     assert buggy[RAW]["diagnosed"] is False  # an invariant names no bug category
     clean = {r["detector"]: r["outcome"] for r in run_outcomes(
         Script("mlp-clean", None, ""), 2, {"violations": result["violations"][1:]},
-        {"seed-dependent"})}
+        {CALIBRATED: {"seed-dependent"}})}
     assert clean == {RAW: "false_alarm", CALIBRATED: "quiet"}
     latent = run_outcomes(Script("mlp-train_mode_not_restored", "train_mode_not_restored", ""),
-                          2, result, set())
+                          2, result, {})
     assert all(r["latent"] for r in latent)
+    failed = run_outcomes(Script("mlp-clean", None, ""), 2, {"error": "collect failed"},
+                          {CALIBRATED: set()})
+    errors = [(r["outcome"], r["detector_error"]) for r in failed]
+    assert errors == [("quiet", "collect failed")] * 2
 
 
 @pytest.mark.skipif(not HAS_TRAINCHECK, reason="TrainCheck not installed (extra: tools)")
