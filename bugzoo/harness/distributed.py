@@ -44,7 +44,7 @@ from bugzoo.data import BatchLoader
 from bugzoo.detector import Detector
 from bugzoo.harness import store
 from bugzoo.harness.record import DetectorStatus, RunResult, build_summary
-from bugzoo.harness.watch import budget_scope, observer, run_facts, run_view, watches_for
+from bugzoo.harness.watch import budget_scope, call_all, observer, run_facts, run_view, watches_for
 from bugzoo.telemetry import trace_tables
 from bugzoo.train import Trainer, measure
 
@@ -133,8 +133,7 @@ def rank_main(run_dir: Path, rank: int) -> int:
     with budget_scope():  # the detectors' calls, each under its time budget
         try:
             trainer.build()
-            for w in watches:
-                w.call("setup", run_view(trainer))
+            call_all(watches, "setup", run_view(trainer))
             dist.monitored_barrier(group=wait_group, timeout=wait)
             trainer.fit([observer(watches)], rows=rows)
             torch.save(_flat_params(trainer.model), run_dir / f"params{rank}.pt")
@@ -146,8 +145,7 @@ def rank_main(run_dir: Path, rank: int) -> int:
             result.update(error=f"{type(e).__name__}: {e}", timed_out=_is_timeout(e))
             log.info("rank %d failed: %s", rank, result["error"])
         finally:
-            for w in watches:
-                w.call("teardown")
+            call_all(watches, "teardown")
             wall_s = time.perf_counter() - start
             result.update(
                 rows=rows, wall_s=wall_s,

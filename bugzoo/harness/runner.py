@@ -15,7 +15,15 @@ from bugzoo.config import resolved
 from bugzoo.detector import Detector
 from bugzoo.harness import distributed, store
 from bugzoo.harness.record import PartialRun, RunResult, build_summary
-from bugzoo.harness.watch import budget_scope, observer, run_facts, run_view, twin_for, watches_for
+from bugzoo.harness.watch import (
+    budget_scope,
+    call_all,
+    observer,
+    run_facts,
+    run_view,
+    twin_for,
+    watches_for,
+)
 from bugzoo.telemetry import trace_tables
 from bugzoo.train import Trainer, measure, measure_padding, serving_widths
 
@@ -45,15 +53,13 @@ def execute(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = N
         try:
             trainer.build()  # first, so the twin finds the data loaded and is charged only its own work
             twin = twin_for(watches, cfg, bug)
-            for w in watches:
-                w.call("setup", run_view(trainer, twin))
+            call_all(watches, "setup", run_view(trainer, twin))
             trainer.fit([observer(watches)], rows=rows)
         except Exception as e:
             outcome, error = "crashed", f"{type(e).__name__}: {e}"
             log.info("run crashed: %s\n%s", error, traceback.format_exc(limit=3))
         finally:
-            for w in watches:
-                w.call("teardown")
+            call_all(watches, "teardown")
     wall_s = time.perf_counter() - start
     trace, layers = trace_tables(rows)
     completed = outcome == "completed"

@@ -41,7 +41,7 @@ from bugzoo.harness.sweep import (
     sweep_options,
     sweep_parser,
 )
-from bugzoo.harness.watch import budget_scope, observer, run_view, twin_for, watches_for
+from bugzoo.harness.watch import budget_scope, call_all, observer, run_view, twin_for, watches_for
 from bugzoo.judge.overfit import overfit_single_batch
 from bugzoo.judge.scoring import suite_members
 from bugzoo.judge.tables import markdown
@@ -87,8 +87,7 @@ class LoopVariant:
         t0 = time.perf_counter()
         with budget_scope():
             twin = twin_for(self.watches, cfg, None)
-            for w in self.watches:
-                w.call("setup", run_view(self.trainer, twin))
+            call_all(self.watches, "setup", run_view(self.trainer, twin))
         self.setup_s = time.perf_counter() - t0
         self.observe = observer(self.watches)
         self.anomaly = (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled())
@@ -124,8 +123,7 @@ class LoopVariant:
 
     def close(self) -> None:
         with torch.autograd.set_detect_anomaly(*self.anomaly), budget_scope():  # as they left it
-            for w in self.watches:
-                w.call("teardown")
+            call_all(self.watches, "teardown")
 
 
 def time_pair(model: str, variant: str, detectors: list[str] | None, blocks: int = 15,

@@ -28,7 +28,7 @@ from bugzoo.detector import (
 from bugzoo.errors import UsageError
 from bugzoo.harness import store
 from bugzoo.harness.traceset import StoredRun, stored_runs
-from bugzoo.harness.watch import Watch, budget_scope, observer
+from bugzoo.harness.watch import Watch, budget_scope, call_all, observer
 from bugzoo.judge.scoring import judge_run, write_boards
 
 log = logging.getLogger(__name__)
@@ -74,13 +74,11 @@ def replay_run(run: StoredRun, names: list[str]) -> tuple[pd.DataFrame, dict[str
     start = time.perf_counter()
     view = replay_view(run.summary)
     with budget_scope():
-        for w in watches:
-            w.call("setup", view)
+        call_all(watches, "setup", view)
         observe = observer(watches)
         for obs in run.observations():
             observe(obs)
-        for w in watches:
-            w.call("teardown")
+        call_all(watches, "teardown")
     wall_s = time.perf_counter() - start
     alarms = pd.DataFrame([a for w in watches for a in w.alarms], columns=store.ALARM_COLUMNS)
     return alarms, {w.detector.name: w.status(wall_s).as_dict() for w in watches}
