@@ -216,10 +216,9 @@ def run_outcomes(script: Script, seed: int, result: dict,
 
 def violated_at(script: Script, seeds: tuple[int, ...], invariants: Path, work: Path) -> set[str]:
     """The invariants ``script`` violates when traced at any of ``seeds`` (a calibration)."""
-    name = "calibrate" if script.scenario == CONTROL else f"calibrate_{script.scenario}_"
     return {v["display_name"] for seed in seeds
-            for v in check_script(script.at(seed), f"{name}{seed}", invariants,
-                                  work).get("violations", [])}
+            for v in check_script(script.at(seed), f"calibrate_{script.scenario}_{seed}",
+                                  invariants, work).get("violations", [])}
 
 
 def _version() -> str:
@@ -257,9 +256,10 @@ def score_offline(out: Path, steps: int | None = None, check_seeds: tuple[int, .
             result = check_script(script.at(seed), f"{script.scenario}_seed{seed}", invariants,
                                   work)
         except RuntimeError as e:  # recorded as the tool's error on that run, as a sweep does
-            log.warning("%s seed %d: %s", script.scenario, seed, str(e).splitlines()[0])
-            result = {"error": str(e).splitlines()[0], "collect_s": math.nan,
-                      "check_s": math.nan, "plain_s": math.nan}
+            error = str(e).splitlines()[0]
+            log.warning("%s seed %d: %s", script.scenario, seed, error)
+            result = {"error": error, "collect_s": math.nan, "check_s": math.nan,
+                      "plain_s": math.nan}
         done += 1
         log.info("[%d/%d] %s seed %d: %d invariants violated", done, len(jobs),
                  script.scenario, seed, result.get("distinct_invariants_violated", 0))
