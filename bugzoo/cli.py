@@ -36,6 +36,8 @@ VERBS: dict[str, tuple[str, str]] = {
     "validate": ("bugzoo.judge.validity:main",
                  "prove every scenario's bug manifests (statistical test)"),
     "perf": ("bugzoo.judge.perf:main", "measure speed: baselines, telemetry/detector overhead"),
+    "gpu": ("bugzoo.judge.gpu:main", "the GPU pass: what a CUDA machine measures, into "
+            "results/gpu (--dry-run checks it on the CPU)"),
     "curves": ("bugzoo.judge.curves:main", "draw a bug's symptom curves, clean vs buggy"),
     "quiz": ("bugzoo.teach.quiz:main", "spot-the-bug quiz in the terminal (answers from stdin)"),
     "export": ("bugzoo.teach.export:main", "write a standalone buggy.py / fixed.py pair"),

@@ -123,6 +123,8 @@ def check_run_config(cfg: DictConfig) -> None:
     if not isinstance(smoothing, int | float) or isinstance(smoothing, bool) \
             or not 0 <= smoothing < 1:
         raise UsageError(f"loss.label_smoothing must be a number in [0, 1), got {smoothing!r}")
+    if not isinstance(h.get("deterministic", False), bool):
+        raise UsageError(f"harness.deterministic must be true or false, got {h.deterministic!r}")
     if h.precision not in ("fp32", "fp16", "bf16"):
         raise unknown_choice("harness.precision", h.precision, ["fp32", "fp16", "bf16"])
     if h.device not in ("auto", "cpu", "cuda") and not str(h.device).startswith("cuda:"):

@@ -9,6 +9,7 @@ to bottom.
 from __future__ import annotations
 
 import math
+import os
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -34,6 +35,15 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
+
+
+def use_deterministic_kernels(on: bool) -> None:
+    """Ask torch for deterministic kernels (``harness.deterministic``), or allow the fastest
+    ones again. Process-wide, so every run sets it. cuBLAS is deterministic only with a fixed
+    workspace, which it reads from ``CUBLAS_WORKSPACE_CONFIG`` when first used."""
+    if on:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(on)
 
 
 @contextmanager
@@ -154,6 +164,7 @@ class Trainer:
     # ----------------------------------------------------------------- building the run
     def build(self) -> Trainer:
         seed_everything(self.seed)
+        use_deterministic_kernels(bool(self.cfg.harness.get("deterministic", False)))
         self.data = self.select_features(self.normalize(self.load_data()))
         self.model = self.build_model().to(self.device)
         self.optimizer = self.build_optimizer()

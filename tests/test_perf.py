@@ -10,14 +10,13 @@ from bugzoo.judge import perf
 
 
 @pytest.fixture
-def perf_out(tmp_path, monkeypatch):
-    monkeypatch.setattr(perf, "OUT", tmp_path)
+def perf_out(tmp_path):
     return tmp_path
 
 
 def test_overhead_table_has_every_detector_alone_and_together(perf_out):
     assert main(["perf", "overhead", "--models", "mlp", "--detectors", "nonfinite",
-                 "stale_grads"]) == 0
+                 "stale_grads", "--out", str(perf_out)]) == 0
     table = pd.read_csv(perf_out / "overhead.csv")
     assert list(table["variant"]) == ["bare", "telemetry", "nonfinite", "stale_grads",
                                       "suite: built-ins", "all detectors"]
@@ -28,7 +27,7 @@ def test_overhead_table_has_every_detector_alone_and_together(perf_out):
 
 def test_sweep_efficiency_runs_the_sweep_serially_and_in_parallel(perf_out):
     assert main(["perf", "sweep", "--scenarios", "mlp-clean", "mlp-double_softmax",
-                 "--workers", "2"]) == 0
+                 "--workers", "2", "--out", str(perf_out)]) == 0
     table = pd.read_csv(perf_out / "sweep.csv")
     assert list(table["workers"]) == [1, 2]
     assert (table["runs"] == 2).all()
@@ -39,9 +38,10 @@ def test_sweep_efficiency_runs_the_sweep_serially_and_in_parallel(perf_out):
 
 
 def test_sweep_rejects_absurd_worker_count(perf_out, capsys):
-    assert main(["perf", "sweep", "--workers", "0"]) == 2
+    out = perf_out / "perf"
+    assert main(["perf", "sweep", "--workers", "0", "--out", str(out)]) == 2
     assert "--workers must be between 1" in capsys.readouterr().err
-    assert not list(perf_out.iterdir())
+    assert not out.exists()
 
 
 def test_anomaly_mode_of_one_variant_does_not_leak_into_the_others():

@@ -48,7 +48,6 @@ from bugzoo.judge.tables import markdown
 from bugzoo.models import MODELS
 from bugzoo.train import Trainer
 
-OUT = Path("results/perf")
 log = logging.getLogger(__name__)
 
 
@@ -249,17 +248,17 @@ def overhead_markdown(table: pd.DataFrame) -> str:
                       "", markdown(setup.reset_index())])
 
 
-def write(table: pd.DataFrame, name: str, title: str, command: str, note: str = "",
+def write(table: pd.DataFrame, out: Path, name: str, title: str, command: str, note: str = "",
           text: str | None = None) -> Path:
-    """``table`` as CSV and as Markdown (``text`` instead of the plain table, when given)."""
-    OUT.mkdir(parents=True, exist_ok=True)
-    table.to_csv(OUT / f"{name}.csv", index=False)
+    """``table`` as CSV and as Markdown in ``out`` (``text`` instead of the plain table, when
+    given)."""
+    table.to_csv(out / f"{name}.csv", index=False)
     head = [f"# {title}", "", f"Regenerate with `{command}` "
             f"(torch {torch.__version__}, {torch.get_num_threads()} thread(s)).", ""]
     if note:
         head += [note, ""]
-    (OUT / f"{name}.md").write_text("\n".join([*head, text or markdown(table), ""]))
-    return OUT / f"{name}.md"
+    (out / f"{name}.md").write_text("\n".join([*head, text or markdown(table), ""]))
+    return out / f"{name}.md"
 
 
 def main(argv: list[str]) -> int:
@@ -271,24 +270,27 @@ def main(argv: list[str]) -> int:
     p.add_argument("--detectors", nargs="+", metavar="NAME",
                    help="names or selectors, as bench takes them (default: 'default tools')")
     p.add_argument("--quick", action="store_true", help="sweep: the --quick sweep's scenarios")
+    p.add_argument("--out", default="results/perf", help="where the tables go "
+                   "(default: results/perf)")
     args = p.parse_args(argv)
     options = sweep_options(args, "0")
     for model in args.models:
         if model not in MODELS:
             raise unknown_choice("model", model, MODELS)
+    out = store.ensure_writable(Path(args.out))
     torch.set_num_threads(1)
     command = " ".join(["bugzoo perf", *argv])
     if args.what == "baselines":
-        path = write(baselines(args.models), "baselines", "Clean baselines", command)
+        path = write(baselines(args.models), out, "baselines", "Clean baselines", command)
     elif args.what == "sweep":
         table = sweep_efficiency(options.patterns, args.quick, options.seeds, options.workers)
         name = "sweep_quick" if args.quick else "sweep"
-        path = write(table, name, "Sweep efficiency", command, SWEEP_NOTE)
+        path = write(table, out, name, "Sweep efficiency", command, SWEEP_NOTE)
     else:
         detectors = select_detectors(args.detectors) if args.detectors else overhead_detectors()
         note = OVERHEAD_NOTE + " Detectors: " + ", ".join(detectors) + "."
         table = overhead(args.models, detectors, options.workers)
-        path = write(table, "overhead", "Loop overhead", command, note, overhead_markdown(table))
+        path = write(table, out, "overhead", "Loop overhead", command, note, overhead_markdown(table))
     print(path.read_text())
     return 0
 
