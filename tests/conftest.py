@@ -18,12 +18,31 @@ def quick_cfg(*overrides: str, steps: int = 60):
     return compose_run([f"harness.steps={steps}", "harness.eval_interval=20", *overrides])
 
 
-def readme_examples(section: str, language: str) -> list[str]:
-    """The ``language`` code blocks of README's ``### <section>``, in order (tests run them)."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    body = re.search(rf"^### {re.escape(section)}\n(.*?)(?=^##)", readme, re.S | re.M)
-    assert body, f"README lost its section {section!r}"
-    return re.findall(rf"```{language}\n(.*?)```", body.group(1), re.S)
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "pages"
+
+
+def doc_section(section: str) -> tuple[Path, str]:
+    """The docs page holding the heading ``section`` (any level) and the text under it, up to the
+    next heading of the same or a higher level outside code blocks."""
+    for page in sorted(DOCS.glob("*.md")):
+        lines = page.read_text().splitlines()
+        for i, line in enumerate(lines):
+            level = len(line) - len(line.lstrip("#"))
+            if level and line[level:] == f" {section}":
+                body, fenced = [], False
+                for rest in lines[i + 1:]:
+                    fenced ^= rest.startswith("```")
+                    depth = len(rest) - len(rest.lstrip("#"))
+                    if not fenced and 0 < depth <= level and rest[depth:].startswith(" "):
+                        break
+                    body.append(rest)
+                return page, "\n".join(body) + "\n"
+    raise AssertionError(f"no page under docs/pages has the section {section!r}")
+
+
+def doc_examples(section: str, language: str) -> list[str]:
+    """The ``language`` code blocks of the docs section ``section``, in order (tests run them)."""
+    return re.findall(rf"```{language}\n(.*?)```", doc_section(section)[1], re.S)
 
 
 @pytest.fixture

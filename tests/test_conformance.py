@@ -96,14 +96,14 @@ def test_handles_on_the_runs_own_objects_are_not_shared_state():
     assert check_detector(KeepsHandles) == [c.__name__ for c in conformance.CHECKS]
 
 
-def test_the_readme_detector_passes_bugzoo_check():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme[readme.index("### 1. Write it"):]
+def test_the_documented_detector_passes_bugzoo_check():
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "pages" / "detectors.md").read_text()
+    section = guide[guide.index("## 1. Write it"):]
     code = section[section.index("```python") + 9:section.index("```", section.index("```python")
                                                                  + 9)]
     assert "self.model = run.model" in code
     namespace: dict = {}
-    exec(compile(code, "README.md", "exec"), namespace)
+    exec(compile(code, "docs/pages/detectors.md", "exec"), namespace)
     assert check_detector(namespace["LossSpike"], factor=3.0)
 
 

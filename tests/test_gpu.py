@@ -1,9 +1,8 @@
 """The GPU pass: its dry run on the CPU writes every stage's files, its set-up finds the carried
-wheels, and README quotes the committed GPU figures (``results/gpu/``)."""
+wheels, and the docs quote the committed GPU figures (``results/gpu/``)."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,13 +10,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
+from conftest import doc_section
 
 from bugzoo.cli import main as cli
 from bugzoo.judge import gpu, gpu_setup
 
 ROOT = Path(__file__).resolve().parents[1]
 GPU = ROOT / "results" / "gpu"
-README = (ROOT / "README.md").read_text()
 
 
 @pytest.fixture(scope="module")
@@ -120,9 +119,9 @@ def test_the_gpu_files_come_from_a_cuda_machine():
         assert "Dry run" not in page.read_text(), page.name
 
 
-def test_readme_quotes_the_gpu_figures():
-    section = " ".join(re.search(r"^### On a GPU\n(.*?)(?=^##)", README, re.S | re.M)
-                       .group(1).split())  # one line: figures may wrap
+def test_the_docs_quote_the_gpu_figures():
+    section = " ".join(doc_section("On a GPU")[1].split())  # one line: figures may wrap
+    assert f"torch {gpu_table('overhead')['torch'].iloc[0]}" in section
     catalogue = gpu_table("catalogue")
     same = int((catalogue["agreement"] == "same").sum())
     assert f"{same} of {len(catalogue)} buggy scenarios" in section

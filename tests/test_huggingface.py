@@ -1,9 +1,10 @@
 """Hugging Face: a bugzoo detector inside a real ``transformers.Trainer`` training our mlp, and
-a ``TrainerCallback`` benchmarked as a bugzoo detector. README's examples are what runs."""
+a ``TrainerCallback`` benchmarked as a bugzoo detector. The examples in
+docs/pages/integrations.md are what run."""
 
 from __future__ import annotations
 
-from conftest import quick_cfg, readme_examples
+from conftest import doc_examples, quick_cfg
 
 from bugzoo.harness.runner import execute
 
@@ -12,9 +13,9 @@ def test_a_detector_in_a_real_trainer_and_a_trainer_callback_as_a_detector(tmp_p
                                                                            monkeypatch):
     """One test, so one worker pays for importing transformers."""
     monkeypatch.chdir(tmp_path)  # where the Trainer may write
-    example: dict = {"__name__": "readme_huggingface"}  # README's examples: a run that diverges
-    for block in readme_examples("Hugging Face", "python"):
-        exec(compile(block, "README.md", "exec"), example)
+    example: dict = {"__name__": "readme_huggingface"}  # the docs' examples: a run that diverges
+    for block in doc_examples("Hugging Face", "python"):
+        exec(compile(block, "docs/pages/integrations.md", "exec"), example)
     watch, state = example["watch"], example["trainer"].state
     first = watch.alarms[0]
     assert (first.symptom, first.category) == ("nonfinite", "numerics")

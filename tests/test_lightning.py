@@ -1,10 +1,11 @@
 """Lightning: a bugzoo detector inside a real ``lightning.Trainer`` fitting our mlp, and a
-Lightning callback benchmarked as a bugzoo detector. README's examples are what runs."""
+Lightning callback benchmarked as a bugzoo detector. The examples in
+docs/pages/integrations.md are what run."""
 
 from __future__ import annotations
 
 import pytest
-from conftest import quick_cfg, readme_examples
+from conftest import doc_examples, quick_cfg
 from torch.utils.data import DataLoader, TensorDataset
 
 from bugzoo.harness.runner import execute
@@ -12,9 +13,9 @@ from bugzoo.harness.runner import execute
 
 def test_a_detector_in_a_real_fit_and_a_lightning_monitor_as_a_detector():
     """One test, so one worker pays for importing Lightning."""
-    example: dict = {"__name__": "readme_lightning"}  # README's examples: a fit that diverges
-    for block in readme_examples("Lightning", "python"):
-        exec(compile(block, "README.md", "exec"), example)
+    example: dict = {"__name__": "readme_lightning"}  # the docs' examples: a fit that diverges
+    for block in doc_examples("Lightning", "python"):
+        exec(compile(block, "docs/pages/integrations.md", "exec"), example)
     watch, trainer = example["watch"], example["trainer"]
     first = watch.alarms[0]
     assert (first.symptom, first.category) == ("nonfinite", "numerics")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import quick_cfg, readme_examples
+from conftest import doc_examples, quick_cfg
 from filelock import FileLock
 
 from bugzoo.cli import main
@@ -89,11 +89,12 @@ def test_a_trace_set_replays_as_its_sweep_and_changes_nothing(sweep, tmp_path):
     assert snapshot(sweep) == before and snapshot(traces) == made
 
 
-def test_readme_replay_example(sweep, tmp_path, monkeypatch):
-    """README's commands, with its reference sweep played by this module's small one."""
+def test_documented_replay_example(sweep, tmp_path, monkeypatch):
+    """The commands of docs/pages/integrations.md, with its reference sweep played by this
+    module's small one."""
     monkeypatch.chdir(tmp_path)
     traceset.export(sweep, traceset.DEFAULT_OUT, "bugzoo traces export (the committed set)")
-    [example] = readme_examples("Score a detector in seconds: trace replay", "bash")
+    [example] = doc_examples("Score a detector in seconds: trace replay", "bash")
     for line in example.strip().splitlines():
         argv = shlex.split(line.split("#")[0].replace("results/runs/bench", str(sweep)))
         assert argv[0] == "bugzoo" and main(argv[1:]) == 0, line

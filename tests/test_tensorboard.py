@@ -1,6 +1,6 @@
 """TensorBoard: a stored run written as event files and read back — the trace as scalars, the
 per-layer gradient norms, each alarm as text at its step — with the run folder untouched.
-README's example is what runs."""
+The example in docs/pages/integrations.md is what runs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import math
 import shlex
 from pathlib import Path
 
-from conftest import readme_examples
+from conftest import doc_examples
 
 from bugzoo.cli import main
 from bugzoo.harness import store
@@ -21,7 +21,7 @@ def test_a_run_reads_back_from_its_event_files(tmp_path, monkeypatch, capsys):
     )
 
     monkeypatch.chdir(tmp_path)
-    [example] = readme_examples("TensorBoard", "bash")
+    [example] = doc_examples("TensorBoard", "bash")
     *commands, server = example.strip().splitlines()
     assert server == "tensorboard --logdir results/runs/tensorboard"  # starts a server: not run
     run = Path("results/runs/single/mlp-lr_too_high/seed0")

@@ -1,0 +1,214 @@
+"""``results/README.md``: what each file under ``results/`` is, the command that made it, and how
+to read it.
+
+A page names its own command in a line "Regenerate with `...`" or "Made by `...`", and its title
+is its first heading; the tables beside it (same folder, same stem, or the stem and ``_...``)
+belong to it. Files without such a page have a fixed entry here. A file that no entry covers is
+an error, so the index cannot fall behind the folder. Write it with
+``python3 -m bugzoo.judge.results_index``; ``tests/test_docs.py`` checks the committed copy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+INDEX = "README.md"
+IGNORED = {"runs", "report"}  # raw runs and the HTML report: made locally, never committed
+# the order of the rows: the reference figures first, then the folders
+ORDER = ("leaderboard", "validity", "health", "tools", "perf/", "curves/", "traces/", "gpu/")
+COMMAND = re.compile(r"(?:Regenerate with|Made by) (`[^`]+`(?: then `[^`]+`)*)")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One row of the index: the files, what they are, and the command that made them."""
+
+    files: tuple[str, ...]  # paths relative to results/; the first is the page, if any
+    what: str
+    command: str
+    linked: bool = True  # the first file is a page to link to
+
+
+# what a page's title leaves out, keyed by the page's path under results/
+NOTES = {
+    "leaderboard.md": "every detector a plain `bugzoo bench` runs, scored over the default "
+                      "sweep; `leaderboard_categories.csv` and `leaderboard_bugs.csv` break it "
+                      "down, `leaderboard_loud.csv` and `leaderboard_latent.csv` score loud and "
+                      "latent runs apart",
+    "validity.md": "each buggy scenario's symptom test against its matched control, latent "
+                   "scenarios measured too",
+    "perf/overhead.md": "step-time overhead of telemetry, of each detector alone and of the "
+                        "suites, per model",
+    "perf/baselines.md": "initial loss, single-batch overfit, accuracy and wall time per model",
+    "perf/sweep.md": "the same sweep on 1 worker and on 2",
+}
+# files that no page names the command of
+FIXED = [
+    Entry(("tools.md",), "The real tools (PyTorch anomaly mode, Cockpit, TrainCheck) on the "
+          "benchmark's scoring, beside the suite on the same runs",
+          "`bugzoo bench --seeds 0,1,2 --detectors anomaly --out results/runs/tools-anomaly-all`; "
+          "`bugzoo bench --scenarios 'mlp-*' --detectors cockpit --out results/runs/tools-cockpit`"
+          ", then `bugzoo score results/runs/tools-<name> --beside results/runs/bench`; "
+          "`python -m bugzoo_detectors.traincheck_adapter --out results/runs/tools-traincheck`"),
+    Entry(("health.csv",), "Every clean scenario's validation accuracy over 5 seeds beside its "
+          "model's default (also the last section of `validity.md`)", "`bugzoo validate`",
+          linked=False),
+    Entry(("curves/*.png", "curves/*.parquet"), "Symptom curves per bug (`<bug>.png`, and "
+          "`<bug>-midrun.png` for bugs that start mid-run), with the plotted data",
+          "`bugzoo curves <bug>`", linked=False),
+    Entry(("traces/*",), "The reference sweep's observations as one compact trace set, for "
+          "`bugzoo bench --replay results/traces`; `command.txt` records the commands and "
+          "versions", "`bugzoo traces export results/runs/bench`", linked=False),
+]
+
+GUIDE = """\
+## Reading the leaderboard
+
+`leaderboard.md` scores each detector on how well it tells buggy runs from clean ones:
+**score = recall - matched false-alarm rate** (Youden's J), best first. *Recall* counts buggy
+runs caught at or after the bug's onset, among those where the detector was still quiet at the
+onset; an alarm before the onset is *early*, and counts as a false alarm, since the run was then
+bitwise identical to its clean control. *False alarms* are counted on every clean run; the
+*matched* rate holds each judged buggy run against the clean runs over the same stretch of
+steps (for a bug present from step 0 it is the plain false-alarm rate). A detector that knows
+nothing about the bug scores about 0, whatever it does; the three baselines (`always_alarm`,
+`never_alarm`, `random_alarm`) show it. Rates carry exact (Clopper-Pearson) 95% intervals, the
+score and the medians percentile-bootstrap ones. Precision is the last column, "at this mix" of
+buggy and clean runs. The `suite:` rows count a run by the first alarm of any of bugzoo's own
+detectors, so they read the same whatever plug-ins are installed. Silent bugs are scored here;
+loud bugs (a crash or a hang) and latent scenarios are scored apart, in their own CSVs.
+
+## Reading validity
+
+`validity.md` tests each buggy scenario's declared symptom, always an outcome a practitioner
+sees (validation loss or accuracy, the validation-holdout gap, the serving gap, a crash, a hang,
+divergence, memory, step time, or two runs of one seed that disagree), never the variable the
+bug sets. Buggy runs meet runs of the matched control over 5 seeds. The p-values are exact: a
+permutation test of rank sums for metrics (5 against 5 seeds cannot go below 1/252), Fisher's
+exact test for events. Benjamini-Hochberg q-values run across every scenario tested, and a
+scenario is valid at q < 0.01. Each effect (difference of medians, or of event rates) carries a
+95% bootstrap interval. Latent scenarios give their measured reason and are expected not to
+manifest. The last section, and `health.csv`, hold the healthy variants: each must train within
+0.10 validation accuracy of its model's default in every seed.
+
+## Reading the speed tables
+
+`perf/overhead.md` gives each variant's step time relative to the bare loop (no telemetry, no
+detectors) as `median_x / mean_x`: the ratio of median step times, then of mean step times,
+which also counts work done on some steps only. Each variant steps in blocks interleaved with the
+bare loop's, in a process of its own with one thread. `perf/sweep.md`'s efficiency is the serial
+sweep's summed run time divided by the workers, over the sweep's wall time. `perf/baselines.md`
+is the clean models on their defaults: initial loss against log C, the step at which a single
+batch is overfit, accuracies and wall time.
+
+## Curves and traces
+
+A curves figure puts each buggy scenario beside its clean control: the median over seeds as a
+line, min to max as a band, clean in blue and buggy in red, the onset dashed, the first
+non-finite loss dotted. The `.parquet` beside each figure holds the plotted data. The trace set
+under `traces/` holds every reference run's per-step observations, per-layer gradient norms and
+plain facts, which is all an observation-only detector reads, so `bugzoo bench --replay
+results/traces` scores such a detector on the whole catalogue without training.
+
+## The GPU pass
+
+`gpu/` is what `bugzoo gpu` measured on a CUDA machine. Each stage writes `<stage>.md`, naming
+the device, the torch version and the commands it ran, and its tables, whose first two columns
+are the device and the torch version. The CPU files above are the bitwise-reproducible
+reference; compare GPU figures with them as distributions, not run for run.
+"""
+
+
+def result_files(results: Path) -> list[Path]:
+    """Every file under ``results``, sorted, except the ignored run and report folders."""
+    return sorted(p for p in results.rglob("*") if p.is_file()
+                  and p.relative_to(results).parts[0] not in IGNORED
+                  and not p.name.startswith("."))
+
+
+def page_entry(results: Path, page: Path, names: list[str]) -> Entry:
+    """The entry of a page that names its command, with the tables beside it."""
+    text = page.read_text()
+    title = text.splitlines()[0].lstrip("# ").strip()
+    found = COMMAND.search(text)
+    if not found:
+        raise ValueError(f"{page} names no 'Regenerate with' or 'Made by' command")
+    rel = page.relative_to(results).as_posix()
+    tables = [n for n in names if n != rel and Path(n).parent == Path(rel).parent
+              and re.fullmatch(rf"{re.escape(page.stem)}(_.*)?\.\w+", Path(n).name)]
+    what = f"{title}: {NOTES[rel]}" if rel in NOTES else title
+    return Entry((rel, *tables), what, found.group(1))
+
+
+def covered(entry: Entry, names: list[str]) -> set[str]:
+    """The ``names`` that ``entry``'s patterns match (a pattern holds the folder too)."""
+    return {n for pattern in entry.files for n in names
+            if Path(n).match(pattern) and n.count("/") == pattern.count("/")}
+
+
+def order(entry: Entry) -> tuple[int, str]:
+    """Sort key: the top-level pages in ``ORDER``, then the folders' rows by path."""
+    first = entry.files[0]
+    return next((i for i, p in enumerate(ORDER) if first.startswith(p)), len(ORDER)), first
+
+
+def entries(results: Path) -> list[Entry]:
+    """The index's rows; raises ValueError naming any file that no row covers."""
+    names = [p.relative_to(results).as_posix() for p in result_files(results)
+             if p.relative_to(results).as_posix() != INDEX]
+    rows = [e for e in FIXED if covered(e, names)]
+    fixed = {n for e in rows for n in covered(e, names)}
+    rows += [page_entry(results, results / n, names) for n in names
+             if n.endswith(".md") and n not in fixed]
+    if missing := sorted(set(names).difference(*(covered(e, names) for e in rows))):
+        raise ValueError(f"no entry in bugzoo/judge/results_index.py covers {missing}")
+    return sorted(rows, key=order)
+
+
+def cell(entry: Entry) -> str:
+    """The files column: a link to the page, the tables as code."""
+    first, *rest = entry.files
+    head = f"[`{first}`]({first})" if entry.linked else f"`{first}`"
+    return ", ".join([head, *(f"`{n}`" for n in rest)])
+
+
+def render(results: Path) -> str:
+    """The text of ``results/README.md``."""
+    lines = ["# Results", "",
+             "The committed reference outputs of bugzoo. Each row names the command that "
+             "regenerates it; raw runs go to `results/runs/`, which is not committed. This page "
+             "is made by `python3 -m bugzoo.judge.results_index`: edit that module, not this "
+             "file.", "",
+             "| files | what | made by |", "|---|---|---|"]
+    lines += [f"| {cell(e)} | {e.what} | {e.command} |" for e in entries(results)]
+    return "\n".join(lines) + "\n\n" + GUIDE
+
+
+def write(results: Path, out: Path | None = None) -> Path:
+    """Write the index of ``results`` to ``out`` (default ``results/README.md``)."""
+    out = out or results / INDEX
+    out.write_text(render(results))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python3 -m bugzoo.judge.results_index [--results DIR] [--out FILE]``."""
+    p = argparse.ArgumentParser(prog="python3 -m bugzoo.judge.results_index",
+                                description=__doc__.splitlines()[0])
+    p.add_argument("--results", type=Path, default=Path("results"), help="default: results")
+    p.add_argument("--out", type=Path, help="default: <results>/README.md")
+    args = p.parse_args(argv)
+    try:
+        print(write(args.results, args.out))
+    except ValueError as e:
+        print(f"results_index: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
