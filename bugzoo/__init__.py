@@ -2,13 +2,20 @@
 
 The package in layers, each importing only from the layers listed before it:
 
-* core (``bugzoo/``): ``data``, ``models``, ``bugs`` (one file per bug), ``train`` (the clean
-  loop), ``telemetry``, ``detector`` (the plug-in contract), ``scenarios``, ``config``;
+* core (``bugzoo/``): ``registry`` (one registry class for every kind of plug-in), ``data``,
+  ``models``, ``bugs`` (one file per bug), ``train`` (the clean loop), ``telemetry``,
+  ``detector`` (the plug-in contract), ``detector_registry``, ``scenarios``, ``config``;
 * ``bugzoo.harness``: running runs (one in this process, on several ranks, a sweep of many),
   and the results store;
+* ``bugzoo.integrations``: detectors inside the loops users train with (Lightning, Hugging
+  Face, TensorBoard, a live watch);
 * ``bugzoo.judge``: judging detectors and the benchmark (``bench``, scoring, validity,
-  conformance, curves, perf);
-* ``bugzoo.teach``: the catalogue, the quiz, the HTML report, exercises, reproducer export.
+  conformance, curves, perf, the GPU pass);
+* ``bugzoo.teach``: the catalogue, the quiz, the HTML report, exercises, reproducer export;
+* ``bugzoo.tools``: existing debugging tools run over the whole benchmark (TrainCheck, Cockpit).
+
+The built-in detectors live beside the package, in ``detectors/`` (importable as
+``bugzoo_detectors``), and use only the contract below, as any third party's would.
 
 The names below are the plug-in contract, importable from ``bugzoo`` directly. They load on
 first use, so ``import bugzoo`` stays cheap (no torch until a name that needs it is touched).
@@ -32,7 +39,7 @@ def versions() -> str:
 _EXPORTS = {
     "Bug": "bugzoo.bugs", "get_bug": "bugzoo.bugs", "list_bugs": "bugzoo.bugs",
     "Alarm": "bugzoo.detector", "Detector": "bugzoo.detector", "RunView": "bugzoo.detector",
-    "load_detector": "bugzoo.detector",
+    "load_detector": "bugzoo.detector_registry",
     "Observation": "bugzoo.telemetry",
     "get_scenario": "bugzoo.scenarios", "list_scenarios": "bugzoo.scenarios",
     "check_bug": "bugzoo.judge.bugcheck", "check_detector": "bugzoo.judge.conformance",
@@ -44,7 +51,8 @@ __all__ = ["Alarm", "Bug", "Detector", "Observation", "RunView", "check_bug", "c
 
 if TYPE_CHECKING:
     from bugzoo.bugs import Bug, get_bug, list_bugs
-    from bugzoo.detector import Alarm, Detector, RunView, load_detector
+    from bugzoo.detector import Alarm, Detector, RunView
+    from bugzoo.detector_registry import load_detector
     from bugzoo.judge.bugcheck import check_bug
     from bugzoo.judge.conformance import check_detector, parametrize_with_checks
     from bugzoo.scenarios import get_scenario, list_scenarios

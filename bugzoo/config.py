@@ -3,9 +3,11 @@
 Scenarios (:mod:`bugzoo.scenarios`, the built-in folder and any included one) go into Hydra's
 ConfigStore (group ``scenario``, package ``_global_``) instead of onto the search path, because
 a search-path group breaks ``-m 'scenario=glob(*)'`` in hydra-core 1.3 (Hydra issue #1942).
-Plug-in bugs have no ``conf/bug/<id>.yaml``: their node goes into the ConfigStore as
+The ``bug`` and ``detector`` groups are made from their registries the same way: a bug's node
+(its id, onset and params, from its module) as ``bug/<id>`` (a plug-in's ``namespace/name`` as
 ``bug/<namespace>/<name>``, so ``bug=mylab/label_noise`` and ``override /bug: mylab/label_noise``
-select it as a file would.
+select it as a file would), and each registered detector as ``detector/<name>`` with no
+parameters, so that ``detector=[a,b]`` selects them.
 """
 
 from __future__ import annotations
@@ -18,48 +20,76 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 
-from bugzoo.bugs import bug_config, bug_ids, check_applies, get_bug, plugins
+from bugzoo.bugs import bug_config, bug_ids, check_applies, get_bug
+from bugzoo.detector_registry import DETECTORS
 from bugzoo.errors import UsageError, unknown_choice
+from bugzoo.models import MODELS, model_config
 from bugzoo.paths import CONF_DIR
-from bugzoo.scenarios import get_scenario, list_scenarios, missing_cuda
+from bugzoo.scenarios import Scenario, get_scenario, list_scenarios, missing_cuda
 
 
 def group_choices(group: str) -> list[str]:
-    """Config names available in a conf/ group (``model``, ``data``, ``bug``, ...)."""
+    """The choices of a config group: a registry's names for the groups made from one
+    (``model``, ``bug``, ``detector``), the files of conf/<group>/ for the rest."""
+    made = {"model": MODELS.names, "bug": bug_ids, "detector": DETECTORS.names}
+    if group in made:
+        return made[group]()
     return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
 
 
-def register_scenarios(names: list[str] | None = None) -> None:
-    """Put scenarios (all, or just ``names``) into Hydra's ConfigStore as group ``scenario``.
-
-    Hydra deep-copies the whole store on every compose, so a single compose registers only the
-    scenario it needs (about 10x faster than carrying all of them); multirun registers all.
-    """
+def register_scenarios(chosen: list[Scenario]) -> None:
+    """Put scenarios into Hydra's ConfigStore as group ``scenario``: a multirun all of them, a
+    single compose only the one it needs (Hydra deep-copies the whole store on every compose,
+    and carrying every scenario there costs a single compose most of its time)."""
     store = ConfigStore.instance()
     store.repo.pop("scenario", None)
-    chosen = list_scenarios() if names is None else [get_scenario(n) for n in names]
     for scenario in chosen:
         store.store(group="scenario", name=scenario.id, node=scenario.node, package="_global_")
 
 
 def register_bugs() -> None:
-    """Put every plug-in bug's node into Hydra's ConfigStore (group ``bug/<namespace>``)."""
+    """Put every bug's node into Hydra's ConfigStore (group ``bug``, or ``bug/<namespace>`` for
+    a plug-in)."""
     store = ConfigStore.instance()
-    store.repo.pop("bug", None)  # the built-ins are files; only plug-ins live here
-    for bug_id in plugins():
-        namespace, name = bug_id.split("/")
-        store.store(group=f"bug/{namespace}", name=name, node=bug_config(bug_id), package="bug")
+    store.repo.pop("bug", None)
+    for bug_id in bug_ids():
+        group, _, name = f"bug/{bug_id}".rpartition("/")
+        store.store(group=group, name=name, node=bug_config(bug_id), package="bug")
+
+
+def register_groups() -> None:
+    """Put the ``model``, ``bug`` and ``detector`` groups, made from their registries, into
+    Hydra's ConfigStore (scenarios: :func:`register_scenarios`)."""
+    register_models()
+    register_bugs()
+    register_detectors()
+
+
+def register_models() -> None:
+    """Put every model's node into Hydra's ConfigStore (group ``model``)."""
+    store = ConfigStore.instance()
+    store.repo.pop("model", None)
+    for name in MODELS.names():
+        store.store(group="model", name=name, node=model_config(name))
+
+
+def register_detectors() -> None:
+    """Put every registered detector into Hydra's ConfigStore (group ``detector``), without
+    parameters: ``detector=[a,b]`` selects them, ``+detector.a.window=5`` sets one."""
+    store = ConfigStore.instance()
+    store.repo.pop("detector", None)
+    for name in DETECTORS.names():
+        store.store(group="detector", name=name, node={name: {}}, package="detector")
 
 
 def validate_overrides(overrides: list[str]) -> None:
     """Check group choices before Hydra sees them, so mistakes get a "did you mean"."""
-    choices = {"model": group_choices("model"), "data": group_choices("data"),
-               "bug": bug_ids(), "harness": group_choices("harness"),
-               "optim": group_choices("optim"), "scenario": [s.id for s in list_scenarios()]}
+    choices = {g: group_choices(g) for g in ("model", "data", "bug", "harness", "optim")}
+    choices["scenario"] = [s.id for s in list_scenarios()]
     for item in overrides:
         key, sep, value = item.partition("=")
         key = key.lstrip("+~")
-        if key == "detector" and sep:  # detector=[a,b]: a multi-select list of conf/detector
+        if key == "detector" and sep:  # detector=[a,b]: a multi-select list of the registry's
             for name in filter(None, value.strip("[]").split(",")):
                 if name not in group_choices("detector"):
                     raise unknown_choice("detector", name, group_choices("detector"))
@@ -70,13 +100,20 @@ def validate_overrides(overrides: list[str]) -> None:
             raise unknown_choice(key, value, choices[key])
 
 
-def compose_run(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
-    """Compose the run config from conf/, scenarios/ and command-line style overrides."""
+def compose_run(overrides: list[str] | tuple[str, ...] = (),
+                scenario: Scenario | None = None) -> DictConfig:
+    """Compose the run config from conf/, scenarios/ and command-line style overrides; with
+    ``scenario``, that spec (as a sweep's task carries it) is composed under the overrides,
+    without looking it up again."""
     overrides = list(overrides)
     validate_overrides(overrides)
-    register_bugs()
-    register_scenarios([v for k, _, v in (o.partition("=") for o in overrides)
-                        if k.lstrip("+") == "scenario"])
+    register_groups()
+    if scenario is not None:
+        register_scenarios([scenario])
+        overrides = [f"scenario={scenario.id}", *overrides]
+    else:
+        register_scenarios([get_scenario(v) for k, _, v in (o.partition("=") for o in overrides)
+                            if k.lstrip("+") == "scenario"])
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
@@ -134,8 +171,8 @@ def check_run_config(cfg: DictConfig) -> None:
         check_applies(bug, cfg.model.name)
         onset = cfg.bug.onset
         if not isinstance(onset, int) or isinstance(onset, bool) or not 0 <= onset:
-            unset = (f" (conf/bug/{bug.id}.yaml takes it from a setting that is not set)"
-                     if onset is None else "")
+            unset = (f" (bug '{bug.id}' takes it from the setting {bug.onset[2:-1]}, which is "
+                     "not set)" if onset is None and isinstance(bug.onset, str) else "")
             raise UsageError(f"bug.onset must be a step number (0 or more), got {onset!r}"
                              + unset)
         if onset and not bug.honours_onset:

@@ -8,18 +8,15 @@ Lifecycle, in the spirit of scikit-learn estimators:
 * ``observe(obs)`` is called once per step and returns the alarms raised at that step;
 * ``teardown()`` removes everything the detector attached.
 
-Detectors are discovered through the entry-point group ``bugzoo.detectors``.
+Detectors are registered through the entry-point group ``bugzoo.detectors``
+(:mod:`bugzoo.detector_registry` finds, chooses and loads them).
 """
 
 from __future__ import annotations
 
-import functools
-import logging
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 import torch
@@ -27,11 +24,7 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from bugzoo.bugs.base import CATEGORIES
-from bugzoo.errors import UsageError, unknown_choice
 from bugzoo.telemetry import Observation
-
-ENTRY_POINT_GROUP = "bugzoo.detectors"
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -72,7 +65,7 @@ class RunView:
       many as the watching detectors' largest ``twin_steps``. ``None`` when no detector asks,
       under distributed training, in the framework integrations and in replay.
 
-    When stored runs are replayed (``bugzoo bench --replay``), only ``device``,
+    When stored runs are replayed (``bugzoo replay``), only ``device``,
     ``num_classes``, ``steps``, ``model_name``, ``dataset`` and ``loss_floor`` are set; the
     run's objects are ``None``, which is why only ``observation_only`` detectors may be
     replayed.
@@ -91,9 +84,6 @@ class RunView:
     lr_scheduler: Any = None
     loss_floor: float = 0.0
     twin_losses: list[float] | None = None
-
-
-ROLES = ("heuristic", "tool", "baseline")
 
 
 class Detector:
@@ -180,119 +170,3 @@ class Detector:
                 self.hook_seconds += time.perf_counter() - t0
 
         self.handles.append(register(guarded))
-
-
-def installed_detectors() -> dict[str, EntryPoint]:
-    """Every installed detector's entry point, by name (nothing imported).
-
-    Scanning the installed distributions takes ~20 ms, and a sweep worker loads some twenty
-    detectors per run, so the scan is cached for the current ``sys.path``: a plug-in put on
-    the path later is still found."""
-    return _entry_points_on(tuple(sys.path))
-
-
-@functools.lru_cache(maxsize=4)
-def _entry_points_on(path: tuple[str, ...]) -> dict[str, EntryPoint]:
-    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
-
-
-def detector_names() -> list[str]:
-    """Names of every installed detector, read from entry points without importing them."""
-    return sorted(installed_detectors())
-
-
-OWN_DISTRIBUTION = "bugzoo-bench"  # the distribution that ships bugzoo and its built-ins
-
-
-def provider(name: str) -> tuple[str, str]:
-    """(distribution, version) that installed the detector ``name``."""
-    dist = installed_detectors()[name].dist
-    return (dist.name, dist.version) if dist is not None else ("unknown", "")
-
-
-def shipped_detectors() -> list[str]:
-    """Detectors shipped in bugzoo's own distribution (built-ins, tool adapters, baselines)."""
-    return [n for n in detector_names() if provider(n)[0] == OWN_DISTRIBUTION]
-
-
-def is_exclusive(name: str) -> bool:
-    """Whether the named detector must watch a run of its own (``Detector.exclusive``)."""
-    return bool(_load_class(name).exclusive)
-
-
-def role_of(name: str) -> str:
-    """The installed detector's role (``Detector.role``); imports its module."""
-    return _load_class(name).role
-
-
-def _runnable(names: list[str]) -> list[str]:
-    """``names`` minus those that cannot run here, each left out with its reason logged."""
-    chosen = []
-    for name in names:
-        if reason := unavailable(name):
-            log.warning("skipping detector %s: %s", name, reason)
-        else:
-            chosen.append(name)
-    return chosen
-
-
-def _shipped(role: str) -> list[str]:
-    return [n for n in shipped_detectors() if role_of(n) == role]
-
-
-# Words `--detectors` takes besides names. Outside plug-ins never join a plain bench: they run
-# when named, or all together with `plugins`.
-SELECTORS: dict[str, tuple[str, Callable[[], list[str]]]] = {
-    "default": ("what a plain bench runs: bugzoo's own detectors that run by default",
-                lambda: [n for n in shipped_detectors() if _load_class(n).run_by_default]),
-    "builtins": ("bugzoo's own heuristics", lambda: _shipped("heuristic")),
-    "tools": ("adapters of existing tools, costly ones included", lambda: _shipped("tool")),
-    "baselines": ("the trivial baselines (always, never, random)", lambda: _shipped("baseline")),
-    "plugins": ("every detector installed by another distribution",
-                lambda: [n for n in detector_names() if n not in shipped_detectors()]),
-}
-
-
-def select_detectors(words: list[str] | None = None) -> list[str]:
-    """Detector names from names and selectors (``SELECTORS``; commas separate words too), in
-    order, without repeats; ``None`` or nothing is ``default``. A named detector that cannot
-    run here is an error; one a selector brings in is left out with its reason logged."""
-    installed = detector_names()
-    chosen: list[str] = []
-    for word in [w for arg in (words or ["default"]) for w in arg.split(",") if w]:
-        if word in SELECTORS:
-            chosen += _runnable(SELECTORS[word][1]())
-        elif word in installed:
-            if reason := unavailable(word):
-                raise UsageError(f"detector {word} cannot run here: {reason}")
-            chosen.append(word)
-        else:
-            raise unknown_choice("detector", word, [*installed, *SELECTORS])
-    return list(dict.fromkeys(chosen))
-
-
-def default_detectors() -> list[str]:
-    """What a plain ``bugzoo bench`` runs (the ``default`` selector)."""
-    return select_detectors()
-
-
-def _load_class(name: str) -> type[Detector]:
-    return installed_detectors()[name].load()
-
-
-def unavailable(name: str) -> str | None:
-    """Why the installed detector ``name`` cannot run here, or ``None`` (imports its module)."""
-    try:
-        return _load_class(name).available()
-    except ImportError as e:
-        return f"cannot import detector {name}: {e}"
-
-
-def load_detector(name: str, **params) -> Detector:
-    """Import and instantiate one detector by its entry-point name."""
-    eps = installed_detectors()
-    if name not in eps:
-        raise unknown_choice("detector", name, eps)
-    detector = eps[name].load()(**params)
-    detector.name = name
-    return detector

@@ -28,9 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from omegaconf import OmegaConf
 
-from bugzoo.bugs import bug_config, flat_id, get_bug
+from bugzoo.bugs import flat_id, get_bug
 from bugzoo.errors import UsageError, choices_text, unknown_choice
 from bugzoo.paths import CONF_DIR, SCENARIO_DIR, included_folders
 
@@ -44,7 +43,7 @@ class Scenario:
 
     ``settings`` holds the run settings the file changes (``harness``, ``optim``, ``data``,
     ``model`` params, other config-group choices); ``bug_config`` the file's own ``bug:`` block
-    (an onset or params overriding ``conf/bug/<bug>.yaml``). ``control`` is the id of the clean
+    (an onset or params overriding the bug's own). ``control`` is the id of the clean
     scenario with the same model and settings (``None`` for a clean scenario, or when no such
     file exists). Both dicts are read-only by convention.
     """
@@ -65,26 +64,6 @@ class Scenario:
     def clean(self) -> bool:
         """No bug planted: a control or a healthy variant."""
         return self.bug is None
-
-    @property
-    def bug_params(self) -> dict:
-        return dict(self.bug_config.get("params") or {})
-
-    @property
-    def onset(self) -> int | None:
-        """The step the bug starts at: the file's ``bug.onset``, else ``conf/bug/<bug>.yaml``'s
-        (which may point at a setting, as ``frozen_layers`` does at the unfreeze step)."""
-        if self.bug is None:
-            return None
-        onset = self.bug_config.get("onset", bug_config(self.bug).get("onset", 0))
-        if isinstance(onset, str):  # an interpolation into the run settings
-            chosen = self.settings.get("defaults", {})
-            groups = {g: _load_yaml(CONF_DIR / g / f"{chosen.get(g) or _default_choice(g)}.yaml")
-                      for g in ("optim", "harness")}
-            settings = {g: self.settings.get(g) or {} for g in groups}
-            onset = OmegaConf.select(OmegaConf.merge(groups, settings, {"bug": {"onset": onset}}),
-                                     "bug.onset")
-        return int(onset)
 
     @property
     def world_size(self) -> int:

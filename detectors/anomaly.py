@@ -7,8 +7,7 @@ import warnings
 
 import torch
 
-from bugzoo.detector import Alarm, Detector, RunView
-from bugzoo.telemetry import Observation
+from bugzoo import Alarm, Detector, Observation, RunView
 
 ORIGIN = re.compile(r"Error detected in (\w+)")
 

@@ -8,8 +8,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from bugzoo.detector import Alarm, Detector, RunView
-from bugzoo.telemetry import Observation
+from bugzoo import Alarm, Detector, Observation, RunView
 
 
 class AttentionRows(Detector):

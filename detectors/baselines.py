@@ -10,8 +10,7 @@ from __future__ import annotations
 import hashlib
 import random
 
-from bugzoo.detector import Alarm, Detector, RunView
-from bugzoo.telemetry import Observation
+from bugzoo import Alarm, Detector, Observation, RunView
 
 
 class AlwaysAlarm(Detector):

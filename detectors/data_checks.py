@@ -7,8 +7,7 @@ import hashlib
 import torch
 from torch import nn
 
-from bugzoo.detector import Alarm, Detector, RunView
-from bugzoo.telemetry import Observation
+from bugzoo import Alarm, Detector, Observation, RunView
 
 
 def row_hashes(x: torch.Tensor) -> set[str]:

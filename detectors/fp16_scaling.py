@@ -5,8 +5,7 @@ from __future__ import annotations
 import torch
 from bugzoo_detectors._hooks import tensors
 
-from bugzoo.detector import Alarm, Detector, RunView
-from bugzoo.telemetry import Observation
+from bugzoo import Alarm, Detector, Observation, RunView
 
 
 class FP16Scaling(Detector):

@@ -6,8 +6,7 @@ import math
 from collections import deque
 from statistics import median
 
-from bugzoo.detector import Alarm, Detector, RunView
-from bugzoo.telemetry import Observation
+from bugzoo import Alarm, Detector, Observation, RunView
 
 
 class GradExplosion(Detector):

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from bugzoo_detectors._hooks import all_finite, training_forward
 
-from bugzoo.detector import Alarm, Detector, RunView
-from bugzoo.telemetry import Observation
+from bugzoo import Alarm, Detector, Observation, RunView
 
 
 class IsFiniteHooks(Detector):

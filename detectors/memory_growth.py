@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import statistics
 
-from bugzoo.detector import Alarm, Detector, RunView
-from bugzoo.telemetry import Observation
+from bugzoo import Alarm, Detector, Observation, RunView
 
 
 class MemoryGrowth(Detector):

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.detector import Alarm, Detector, RunView
-from bugzoo.telemetry import Observation
+from bugzoo import Alarm, Detector, Observation, RunView
 
 
 class NonFiniteSentinel(Detector):

@@ -9,8 +9,7 @@ import torch
 from bugzoo_detectors._hooks import strip_hooks
 from torch.nn.parallel import DistributedDataParallel
 
-from bugzoo.detector import Alarm, Detector, RunView
-from bugzoo.telemetry import Observation
+from bugzoo import Alarm, Detector, Observation, RunView
 
 
 class OverfitProbe(Detector):

@@ -6,8 +6,7 @@ import bisect
 import threading
 import time
 
-from bugzoo.detector import Alarm, Detector, RunView
-from bugzoo.telemetry import Observation
+from bugzoo import Alarm, Detector, Observation, RunView
 
 
 class Watchdog(Detector):

@@ -7,8 +7,13 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
+from omegaconf import OmegaConf
 
+from bugzoo.bugs import get_bug
 from bugzoo.config import compose_run
+from bugzoo.paths import CONF_DIR
+from bugzoo.scenarios import Scenario
 
 torch.set_num_threads(1)  # as in the harness' workers: fast for tiny models, reproducible
 
@@ -16,6 +21,31 @@ torch.set_num_threads(1)  # as in the harness' workers: fast for tiny models, re
 def quick_cfg(*overrides: str, steps: int = 60):
     """A run config with short settings; later overrides win."""
     return compose_run([f"harness.steps={steps}", "harness.eval_interval=20", *overrides])
+
+
+def scenario_onset(scenario: Scenario) -> int | None:
+    """The step a scenario's bug starts at, read off its file without composing it (composing
+    every scenario costs seconds): the file's ``bug.onset``, else the bug's own, resolved
+    against the scenario's settings when it names one (``${optim.freeze_backbone_steps}``).
+    tests/test_registry.py holds it against what Hydra composes."""
+    if scenario.bug is None:
+        return None
+    onset = scenario.bug_config.get("onset", get_bug(scenario.bug).onset)
+    if isinstance(onset, str):
+        chosen = scenario.settings.get("defaults", {})
+        groups = {g: _group_defaults(g, chosen.get(g)) for g in ("optim", "harness")}
+        settings = {g: scenario.settings.get(g) or {} for g in groups}
+        onset = OmegaConf.select(OmegaConf.merge(groups, settings, {"bug": {"onset": onset}}),
+                                 "bug.onset")
+    return int(onset)
+
+
+def _group_defaults(group: str, choice: str | None) -> dict:
+    """A conf/ group's file: the scenario's choice, else conf/config.yaml's."""
+    if choice is None:
+        defaults = yaml.safe_load((CONF_DIR / "config.yaml").read_text())["defaults"]
+        choice = next(e[group] for e in defaults if isinstance(e, dict) and group in e)
+    return yaml.safe_load((CONF_DIR / group / f"{choice}.yaml").read_text()) or {}
 
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "pages"

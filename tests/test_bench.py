@@ -12,13 +12,15 @@ import faults
 import pytest
 
 from bugzoo.config import compose_run
-from bugzoo.detector import Detector, load_detector
+from bugzoo.detector import Detector
+from bugzoo.detector_registry import load_detector
 from bugzoo.errors import UsageError
 from bugzoo.harness import store, sweep
 from bugzoo.harness.pool import RunTask, run_tasks
 from bugzoo.harness.runner import execute
 from bugzoo.judge import bench
 from bugzoo.judge.scoring import outcomes
+from bugzoo.scenarios import get_scenario
 
 SCENARIOS = ["mlp-clean", "mlp-double_softmax", "mlp-missing_zero_grad"]
 
@@ -118,7 +120,7 @@ def test_workers_exit_when_the_sweep_alone_is_killed(tmp_path):
 
 def watched_task(root, scenario: str, steps: int, isolate: bool, timeout_s: float) -> RunTask:
     """A seed-0 run of ``scenario`` for ``steps`` steps, watched by ``nonfinite``."""
-    return RunTask(scenario, 0, (f"harness.steps={steps}", "harness.eval_interval=10"),
+    return RunTask(get_scenario(scenario), 0, (f"harness.steps={steps}", "harness.eval_interval=10"),
                    ("nonfinite",), str(root), isolate=isolate, timeout_s=timeout_s)
 
 

@@ -108,7 +108,7 @@ def test_a_duplicate_bug_id_names_both_packages(site):
 
 def test_a_plugin_bug_is_listed_shown_and_composed_with_its_defaults(site):
     install(site, "goodbugs", {"mylab/fine": "goodbugs:BUG"},
-            bug_module("mylab/fine", default_onset=7, default_params={"k": 3}))
+            bug_module("mylab/fine", onset=7, params={"k": 3}))
     code, out, _ = cli("list", "bugs")
     assert code == 0
     row = next(line for line in out.splitlines() if "mylab/fine" in line)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from manifests import check_manifests
 
 from bugzoo.config import compose_run
 from bugzoo.harness.runner import execute
-from bugzoo.judge.validity import check_manifests
 from bugzoo.telemetry import TIMING_COLUMNS
 from bugzoo.train import Trainer
 

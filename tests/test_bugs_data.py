@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from manifests import check_manifests
 
 from bugzoo.bugs import get_bug
 from bugzoo.config import compose_run
 from bugzoo.errors import UsageError
-from bugzoo.judge.validity import check_manifests
 
 SHORT = ["harness.steps=80", "harness.eval_interval=40"]
 

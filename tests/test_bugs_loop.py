@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from manifests import check_manifests
 
 from bugzoo.bugs import get_bug
 from bugzoo.config import compose_run
 from bugzoo.harness.record import trace_digest
 from bugzoo.harness.runner import execute
-from bugzoo.judge.validity import check_manifests
 from bugzoo.scenarios import list_scenarios
 from bugzoo.telemetry import TIMING_COLUMNS
 

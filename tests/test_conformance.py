@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from bugzoo.cli import main as cli_main
-from bugzoo.detector import Alarm, Detector, shipped_detectors, unavailable
+from bugzoo.detector import Alarm, Detector
+from bugzoo.detector_registry import shipped_detectors, unavailable
 from bugzoo.judge import conformance
 from bugzoo.judge.conformance import ConformanceError, check_detector, detector_factory
 

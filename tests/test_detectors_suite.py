@@ -18,7 +18,7 @@ from conftest import quick_cfg
 from torch import nn
 
 from bugzoo.data import BatchLoader
-from bugzoo.detector import load_detector
+from bugzoo.detector_registry import load_detector
 from bugzoo.harness.record import trace_digest
 from bugzoo.harness.runner import execute
 from bugzoo.models.transformer import SelfAttention
@@ -223,7 +223,7 @@ def test_a_twin_run_repeats_the_run_and_leaves_the_rngs_as_they_were():
 
     import numpy as np
 
-    from bugzoo.harness.watch import twin_losses
+    from bugzoo.harness.twin import twin_losses
 
     cfg = quick_cfg(CPU, "scenario=transformer-clean", steps=3)  # dropout draws every step
     random.seed(1), np.random.seed(1), torch.manual_seed(1)
@@ -235,7 +235,7 @@ def test_a_twin_run_repeats_the_run_and_leaves_the_rngs_as_they_were():
 
 
 def test_a_twin_that_hangs_is_cut_off_by_its_budget(monkeypatch, caplog):
-    from bugzoo.harness.watch import twin_losses
+    from bugzoo.harness.twin import twin_losses
 
     def hang(self, *args, **kwargs):
         time.sleep(30)

@@ -14,7 +14,7 @@ import pytest
 from conftest import quick_cfg
 from omegaconf import OmegaConf
 
-from bugzoo.detector import load_detector
+from bugzoo.detector_registry import load_detector
 from bugzoo.harness.distributed import _backend, _kill, _wait
 from bugzoo.harness.runner import execute
 from bugzoo.telemetry import TIMING_COLUMNS

@@ -52,7 +52,7 @@ def test_reviews_padding_and_label_independent_of_length():
     assert abs(corr) < 0.05
 
 
-@pytest.mark.parametrize("model", list(MODELS))
+@pytest.mark.parametrize("model", MODELS.names())
 def test_initial_loss_close_to_log_c(model):
     trainer = Trainer(quick_cfg(f"model={model}")).build()
     data, net = trainer.data, trainer.model.eval()
@@ -63,13 +63,13 @@ def test_initial_loss_close_to_log_c(model):
     assert abs(loss.item() - math.log(data.num_classes)) < 0.1 * math.log(data.num_classes)
 
 
-@pytest.mark.parametrize("model", list(MODELS))
+@pytest.mark.parametrize("model", MODELS.names())
 def test_single_batch_overfit(model):
     result = overfit_single_batch(quick_cfg(f"model={model}"), steps=300)
     assert result["passed"], f"{model}: loss still {result['final_loss']:.3f} after 300 steps"
 
 
-@pytest.mark.parametrize("model", list(MODELS))
+@pytest.mark.parametrize("model", MODELS.names())
 def test_clean_baseline_accuracy(model):
     summary = execute(quick_cfg(f"model={model}", steps=300)).summary
     assert summary["outcome"] == "completed"

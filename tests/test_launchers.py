@@ -14,12 +14,12 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
 from bugzoo.config import CONF_DIR, compose_run
-from bugzoo.detector import detector_names
+from bugzoo.detector_registry import DETECTORS
 from bugzoo.harness import store
 from bugzoo.judge.scoring import score_sweep
 
 SCENARIOS = ["mlp-clean", "mlp-lr_too_high"]  # quiet, false alarms and hits within 20 steps
-DETECTORS = ["nonfinite", "loss_plateau", "grad_explosion"]
+WATCHING = ["nonfinite", "loss_plateau", "grad_explosion"]
 LAUNCHERS = {
     "basic": [],
     "joblib": ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"],
@@ -40,7 +40,7 @@ def launch_sweeps(root: Path) -> dict[str, Path]:
         scenarios = SCENARIOS + (["mlp-device_mismatch"] if name == "basic" else [])
         proc = bugzoo_run("-m", f"scenario={','.join(scenarios)}", "seed=0,1",
                           "harness.steps=20", "harness.eval_interval=10", "harness.device=cpu",
-                          f"detector=[{','.join(DETECTORS)}]", f"harness.out_dir={root}",
+                          f"detector=[{','.join(WATCHING)}]", f"harness.out_dir={root}",
                           f"harness.sweep={name}", f"hydra.sweep.dir={root}/hydra-{name}",
                           *launcher)
         assert proc.returncode == 0, proc.stderr[-3000:]
@@ -67,7 +67,7 @@ def check_store_layout(sweeps: dict[str, Path]) -> None:
             config = yaml.safe_load((path / "config.yaml").read_text())
             assert config["harness"]["sweep"] == name
             assert config["harness"]["threads"] == 1  # one torch thread per job
-            assert set(store.read_summary(path)["detectors"]) == set(DETECTORS)
+            assert set(store.read_summary(path)["detectors"]) == set(WATCHING)
 
 
 def check_cuda_only_skipped(sweeps: dict[str, Path]) -> None:
@@ -91,7 +91,7 @@ def check_identical_scores(sweeps: dict[str, Path]) -> None:
         score_sweep(sweep_dir)
         boards[name] = without_timing(pd.read_csv(sweep_dir / "leaderboard.csv"))
         tables[name] = without_timing(pd.read_csv(sweep_dir / "outcomes.csv"))
-    assert set(boards["basic"]["detector"]) == {*DETECTORS, "suite: built-ins"}
+    assert set(boards["basic"]["detector"]) == {*WATCHING, "suite: built-ins"}
     assert (tables["basic"]["outcome"] == "hit").any()  # the comparison sees real alarms
     for name in ("joblib", "submitit"):
         pd.testing.assert_frame_equal(boards["basic"], boards[name])
@@ -109,11 +109,11 @@ def test_basic_joblib_and_submitit_sweeps_fill_one_store_and_score_identically(t
     check_identical_scores(sweeps)
 
 
-def test_every_detector_has_a_config_in_the_detector_group():
-    names = detector_names()
-    assert sorted(p.stem for p in (CONF_DIR / "detector").glob("*.yaml")) == sorted(names)
-    for name in names:
-        assert yaml.safe_load((CONF_DIR / "detector" / f"{name}.yaml").read_text()) == {name: {}}
+def test_every_registered_detector_is_a_choice_of_the_detector_group():
+    names = DETECTORS.names()
+    cfg = compose_run(["scenario=mlp-clean", f"detector=[{','.join(names)}]"])
+    assert {name: dict(params) for name, params in cfg.detector.items()} == {n: {} for n in names}
+    assert not (CONF_DIR / "detector").exists(), "detector configs are made from the registry"
 
 
 def test_detectors_multi_select():

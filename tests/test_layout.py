@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "bugzoo"
-RANK = {"core": 0, "harness": 1, "integrations": 2, "judge": 3, "teach": 4}
+RANK = {"core": 0, "harness": 1, "integrations": 2, "judge": 3, "teach": 4, "tools": 5}
 # bugzoo/__init__.py re-exports the plug-in contract from every layer (lazily, by name), and
 # cli.py names the verbs of every layer (as "module:function" strings): both sit above them all
 ABOVE_THE_LAYERS = {"__init__.py", "cli.py"}
@@ -56,6 +56,27 @@ def test_imports_point_down_only(module, path):
     upward = [f"line {line}: {name} ({layer(name)})" for name, line in imported(ast.parse(
         path.read_text())) if layer(name) and RANK[layer(name)] > mine]
     assert not upward, f"{module} ({layer(module)}) imports a higher layer: {upward}"
+
+
+DETECTOR_FILES = sorted((ROOT / "detectors").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", DETECTOR_FILES, ids=[p.stem for p in DETECTOR_FILES])
+def test_built_in_detectors_import_only_the_public_contract(path):
+    """detectors/ sits on the plug-in contract as a third party's detector would: it takes
+    from bugzoo only what ``bugzoo`` exports (``Detector``, ``Alarm``, ``RunView``,
+    ``Observation``, ...), and from its own package."""
+    import bugzoo
+
+    tree = ast.parse(path.read_text())
+    wrong = [f"line {line}: {name}" for name, line in imported(tree)
+             if name.startswith("bugzoo") and name not in ("bugzoo", "bugzoo_detectors")
+             and not name.startswith("bugzoo_detectors.")]
+    taken = {alias.name for node in ast.walk(tree)
+             if isinstance(node, ast.ImportFrom) and node.module == "bugzoo"
+             for alias in node.names}
+    wrong += [f"bugzoo.{name} is not exported" for name in taken - set(bugzoo.__all__)]
+    assert not wrong, f"{path.name} reaches past the plug-in contract: {wrong}"
 
 
 def test_the_cli_only_names_the_verbs():

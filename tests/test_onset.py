@@ -8,6 +8,7 @@ device_mismatch needs CUDA.)
 from __future__ import annotations
 
 import pytest
+from conftest import scenario_onset
 
 from bugzoo.bugs import list_bugs
 from bugzoo.config import compose_run
@@ -22,17 +23,17 @@ def stable(trace):
 
 
 MID_RUN = [s for s in list_scenarios() if not s.clean and not s.isolate and not s.needs_cuda
-           and s.onset >= 50]
+           and scenario_onset(s) >= 50]
 
 
 def test_there_are_enough_mid_run_scenarios():
-    every = [s.id for s in list_scenarios() if not s.clean and s.onset >= 50]
+    every = [s.id for s in list_scenarios() if not s.clean and scenario_onset(s) >= 50]
     assert len(every) >= 15, every
 
 
 @pytest.mark.parametrize("scenario", MID_RUN, ids=[s.id for s in MID_RUN])
 def test_a_mid_run_scenario_equals_its_control_until_onset(scenario):
-    onset = scenario.onset
+    onset = scenario_onset(scenario)
     # both on the default batch size: the large batches of the leak scenarios only make the
     # leak bigger, and cost a minute here
     short = [f"harness.steps={onset + 3}", "harness.eval_interval=1000", "harness.batch_size=32"]
@@ -51,7 +52,7 @@ ONSET = 6
 def test_a_bug_that_honours_onset_is_invisible_before_it(bug):
     """Any onset, not only the declared one: a late ``bug.onset`` leaves the run clean."""
     scenario = min((s for s in list_scenarios() if s.bug == bug.id),
-                   key=lambda s: (bool(s.excluded), s.onset, s.id))
+                   key=lambda s: (bool(s.excluded), scenario_onset(s), s.id))
     short = [f"harness.steps={ONSET + 2}", "harness.eval_interval=3"]
     buggy = stable(execute(compose_run([f"scenario={scenario.id}", f"bug.onset={ONSET}",
                                         *short])).trace)

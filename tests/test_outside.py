@@ -19,7 +19,7 @@ import pytest
 
 from bugzoo import versions
 from bugzoo.cli import SIGPIPE_STATUS, main
-from bugzoo.detector import installed_detectors, select_detectors, shipped_detectors
+from bugzoo.detector_registry import DETECTORS, select_detectors, shipped_detectors
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,7 +31,7 @@ def plugin(tmp_path, monkeypatch):
     site = faults.install(tmp_path / "site")
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.setenv("PYTHONPATH", faults.env_with(site)["PYTHONPATH"])
-    assert "always_on" in installed_detectors()
+    assert "always_on" in DETECTORS.names()
     return site
 
 

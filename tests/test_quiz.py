@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from bugzoo.bugs import get_bug
-from bugzoo.teach.quiz import distractors, pool, sparkline
+from bugzoo.teach.quiz import candidate_scenarios, distractors, sparkline
 
 
 def quiz(tmp_path, answers: str) -> str:
@@ -40,9 +40,9 @@ def test_quiz_from_stdin_is_reproducible_and_scored(tmp_path):
 
 
 def test_filters_and_distractors():
-    loss = pool("loss", None)
+    loss = candidate_scenarios("loss", None)
     assert loss and all(get_bug(s.bug).category == "loss" for s in loss)
-    assert all(s.model == "lstm" for s in pool(None, "lstm"))
+    assert all(s.model == "lstm" for s in candidate_scenarios(None, "lstm"))
     bug = get_bug("double_softmax")
     others = distractors(bug, "mlp", random.Random(0))
     assert len(others) == 3 and bug not in others and len({b.id for b in others}) == 3

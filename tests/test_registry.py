@@ -4,14 +4,13 @@ detector of the registry meets."""
 from __future__ import annotations
 
 import pytest
-import yaml
+from conftest import scenario_onset
 from omegaconf import OmegaConf
 
 from bugzoo.bugs import bug_ids, get_bug, list_bugs
 from bugzoo.cli import main
 from bugzoo.config import compose_run
 from bugzoo.models import MODELS
-from bugzoo.paths import CONF_DIR
 from bugzoo.scenarios import list_scenarios, registry, settings_key
 
 CORE = ("double_softmax", "missing_zero_grad", "fp16_no_scaler", "mask_after_softmax",
@@ -42,7 +41,7 @@ def test_list_bugs(capsys):
 
 def test_list_models_and_scenarios(capsys):
     code, out, _ = run(capsys, "list", "models")
-    assert code == 0 and all(m in out for m in MODELS)
+    assert code == 0 and all(m in out for m in MODELS.names())
     code, out, _ = run(capsys, "list", "scenarios")
     assert code == 0
     assert "transformer-mask_after_softmax" in out and "mlp-clean" in out
@@ -97,12 +96,13 @@ def summary_fields() -> set[str]:
 
 @pytest.mark.parametrize("bug", BUGS, ids=[b.id for b in BUGS])
 def test_every_bug_has_a_card_a_config_and_a_scenario_per_model(bug, summary_fields):
-    for name in ("title", "symptom", "explanation", "buggy", "fixed", "onset"):
+    for name in ("title", "symptom", "explanation", "buggy", "fixed", "onset_text"):
         assert str(getattr(bug, name)).strip(), f"{bug.id}: empty {name}"
     assert bug.check.metric in summary_fields, f"{bug.id}: unknown metric {bug.check.metric}"
     assert bug.check.direction in ("lower", "higher", "event", "varies")
-    conf = yaml.safe_load((CONF_DIR / "bug" / f"{bug.id}.yaml").read_text())
-    assert conf["id"] == bug.id and "onset" in conf and isinstance(conf["params"], dict)
+    first = next(s for s in list_scenarios() if s.bug == bug.id)
+    composed = compose_run([f"scenario={first.id}", "harness.device=cuda"]).bug
+    assert composed.id == bug.id and set(bug.params) <= set(composed.params)
     for model in bug.models:  # a scenario (an excluded one carries its reason)
         assert [s for s in list_scenarios() if s.bug == bug.id and s.model == model], (
             f"{bug.id} lists {model} but no scenario plants it there")
@@ -124,7 +124,7 @@ def test_every_buggy_scenario_has_a_matched_control(scenario):
 
     assert settings(f"scenario={scenario.id}") == settings(f"scenario={scenario.control}")
     composed = compose_run([f"scenario={scenario.id}", "harness.device=cuda"])
-    assert scenario.onset == composed.bug.onset  # the spec reads the onset as Hydra composes it
+    assert scenario_onset(scenario) == composed.bug.onset  # the spec reads the onset as Hydra composes it
 
 
 def test_no_two_clean_scenarios_share_their_settings():

@@ -25,6 +25,7 @@ from bugzoo.harness.pool import RunTask, run_task, run_tasks
 from bugzoo.harness.runner import execute
 from bugzoo.harness.sweep import sweep
 from bugzoo.judge.scoring import score_sweep
+from bugzoo.scenarios import get_scenario
 from bugzoo.telemetry import TIMING_COLUMNS
 
 SHORT = ("harness.steps=20", "harness.eval_interval=10")
@@ -58,21 +59,21 @@ def test_fault_injected_sweep_completes_and_isolates_each_fault(plugins, tmp_pat
     budget = "harness.detector_budget_s=0.5"
     tasks = [
         # a clean run watched by a raising and a hanging detector next to a sound one
-        RunTask("mlp-clean", 0, (*SHORT, budget), ("boom", "stall", "nonfinite"), out,
+        RunTask(get_scenario("mlp-clean"), 0, (*SHORT, budget), ("boom", "stall", "nonfinite"), out,
                 isolate=False, timeout_s=120),
         # a detector that changes the model it watches
-        RunTask("mlp-clean", 1, SHORT, ("meddler", "nonfinite"), out, False, 120),
+        RunTask(get_scenario("mlp-clean"), 1, SHORT, ("meddler", "nonfinite"), out, False, 120),
         # loss goes NaN
-        RunTask("mlp-lr_too_high", 0, SHORT, ("nonfinite",), out, False, 120),
+        RunTask(get_scenario("mlp-lr_too_high"), 0, SHORT, ("nonfinite",), out, False, 120),
         # a real leak (loss tensors kept with their graphs) against a 64 MiB address-space cap
-        RunTask("mlp-loss_tensor_kept", 0, ("harness.steps=3000", "harness.eval_interval=1000",
+        RunTask(get_scenario("mlp-loss_tensor_kept"), 0, ("harness.steps=3000", "harness.eval_interval=1000",
                                             "harness.batch_size=2048",
                                             "harness.memory_limit_mb=64"),
                 ("nonfinite",), out, False, 120),
         # raises inside autograd (bench isolates loud bugs; pooled here, saving a process start)
-        RunTask("mlp-inplace_op_autograd", 0, SHORT, ("nonfinite",), out, False, 120),
+        RunTask(get_scenario("mlp-inplace_op_autograd"), 0, SHORT, ("nonfinite",), out, False, 120),
         # runs far past its timeout, in its own process
-        RunTask("mlp-clean", 2, ("harness.steps=1000000", "harness.eval_interval=1000"),
+        RunTask(get_scenario("mlp-clean"), 2, ("harness.steps=1000000", "harness.eval_interval=1000"),
                 ("nonfinite",), out, True, 3),
     ]
     before = {pid for pid, _ in faults.descendants()}
@@ -81,9 +82,9 @@ def test_fault_injected_sweep_completes_and_isolates_each_fault(plugins, tmp_pat
     assert time.monotonic() - t0 < 240  # no run waited out more than its own timeout
     assert sum(counts.values()) == len(tasks)
     assert counts == {"completed": 3, "crashed": 2, "hang": 1}
-    s = {(t.scenario, t.seed): store.read_summary(t.path) for t in tasks}
+    s = {(t.scenario.id, t.seed): store.read_summary(t.path) for t in tasks}
     for t in tasks:  # every run recorded once, with each of its detectors
-        assert set(s[t.scenario, t.seed]["detectors"]) == set(t.detectors)
+        assert set(s[t.scenario.id, t.seed]["detectors"]) == set(t.detectors)
     assert not list(tmp_path.glob("*/.seed*")), "temporary folders left behind"
 
     watched = s["mlp-clean", 0]
@@ -122,8 +123,8 @@ def test_fault_injected_sweep_completes_and_isolates_each_fault(plugins, tmp_pat
 
 def test_a_dying_worker_costs_only_its_own_run(plugins, tmp_path):
     out = str(tmp_path)
-    doomed = RunTask("mlp-clean", 0, SHORT, ("crasher", "nonfinite"), out, False, 120)
-    after = RunTask("mlp-double_softmax", 0, SHORT, ("nonfinite",), out, False, 120)
+    doomed = RunTask(get_scenario("mlp-clean"), 0, SHORT, ("crasher", "nonfinite"), out, False, 120)
+    after = RunTask(get_scenario("mlp-double_softmax"), 0, SHORT, ("nonfinite",), out, False, 120)
     # one reusable worker takes both in turn; the first ends the worker's process mid-run
     records = {r["scenario"]: r["outcome"] for r in run_tasks([doomed, after], workers=1)}
     assert records == {"mlp-clean": "crashed", "mlp-double_softmax": "completed"}
@@ -157,7 +158,7 @@ def test_kill_9_at_random_points_then_resume_equals_uninterrupted(tmp_path):
     ref = tmp_path / "reference"  # uninterrupted, serial, in this process
     for scenario in CRASH_SCENARIOS:
         for seed in (0, 1):
-            run_task(RunTask(scenario, seed, SHORT, tuple(CRASH_DETECTORS), str(ref), False, 120))
+            run_task(RunTask(get_scenario(scenario), seed, SHORT, tuple(CRASH_DETECTORS), str(ref), False, 120))
     score_sweep(ref)
 
     out, rng = tmp_path / "killed", random.Random(10)
@@ -213,7 +214,7 @@ def test_same_seed_same_trace_bitwise_on_cpu(scenario):
 
 
 def test_time_budget_cuts_a_call_off_inside_and_outside_a_run_scope():
-    from bugzoo.harness.watch import DetectorTimeout, TimeBudget, budget_scope
+    from bugzoo.harness.budget import DetectorTimeout, TimeBudget, budget_scope
 
     before = signal.getsignal(signal.SIGALRM)
     with pytest.raises(DetectorTimeout, match="0.2 s per call"), TimeBudget(0.2):
@@ -235,7 +236,8 @@ def test_a_round_of_budgeted_calls_arms_the_timer_once_and_cuts_off_only_a_late_
     call, is re-armed for a call with time left, so each call keeps its whole budget however
     long the round; after the round the timer is disarmed."""
     from bugzoo.detector import Detector
-    from bugzoo.harness.watch import Watch, budget_scope, observer
+    from bugzoo.harness.budget import budget_scope
+    from bugzoo.harness.watch import Watch, observer
 
     class Nap(Detector):
         def __init__(self, seconds: float):

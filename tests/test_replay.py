@@ -15,7 +15,7 @@ from conftest import doc_examples, quick_cfg
 from filelock import FileLock
 
 from bugzoo.cli import main
-from bugzoo.detector import installed_detectors, load_detector, shipped_detectors
+from bugzoo.detector_registry import detector_class, load_detector, shipped_detectors
 from bugzoo.harness import store, traceset
 from bugzoo.harness.runner import execute_and_store
 from bugzoo.judge.replay import replay_outcomes, replay_run
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # clean run with a loss scale
 RUNS = {"mlp-lr_too_high": 30, "lstm-lr_too_high": 30, "transformer-lr_too_high": 15,
         "resnet-lr_too_high": 12, "mlp-clean-fp16_scaler": 20}
-REPLAYABLE = [n for n in shipped_detectors() if installed_detectors()[n].load().observation_only]
+REPLAYABLE = [n for n in shipped_detectors() if detector_class(n).observation_only]
 
 
 @pytest.fixture(scope="session")
@@ -85,7 +85,9 @@ def test_a_trace_set_replays_as_its_sweep_and_changes_nothing(sweep, tmp_path):
     from_sweep = replay_outcomes(traceset.stored_runs(sweep), REPLAYABLE)
     pd.testing.assert_frame_equal(replay_outcomes(traceset.stored_runs(traces), REPLAYABLE),
                                   from_sweep)
-    assert main(["bench", "--replay", str(traces), "--detectors", "loss_plateau"]) == 0
+    out = tmp_path / "replayed"
+    assert main(["replay", str(traces), "--detectors", "loss_plateau", "--out", str(out)]) == 0
+    assert f"bugzoo replay {traces} --detectors loss_plateau" in (out / "leaderboard.md").read_text()
     assert snapshot(sweep) == before and snapshot(traces) == made
 
 

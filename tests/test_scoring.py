@@ -9,10 +9,10 @@ import sys
 import pandas as pd
 import pytest
 
-from bugzoo.detector import OWN_DISTRIBUTION
 from bugzoo.harness import store
 from bugzoo.judge import scoring
 from bugzoo.judge.stats import bootstrap, clopper_pearson, upper_bound
+from bugzoo.registry import OWN_DISTRIBUTION
 
 STEPS = 300
 

@@ -20,7 +20,7 @@ from bugzoo.harness.pool import RunTask, run_tasks
 from bugzoo.harness.runner import execute
 from bugzoo.harness.watch import run_view
 from bugzoo.judge.conformance import _reachable_strings
-from bugzoo.scenarios import list_scenarios
+from bugzoo.scenarios import get_scenario, list_scenarios
 from bugzoo.train import Trainer
 
 ONE_PER_BUG = [min((s for s in list_scenarios() if s.bug == b.id and not s.isolate
@@ -148,7 +148,7 @@ def test_alarms_a_hook_queued_survive_a_crash_at_that_step():
 
 
 def test_a_hung_pooled_run_keeps_what_it_made(tmp_path):
-    task = RunTask("mlp-clean", 0, ("harness.steps=1000000", "harness.eval_interval=1000"),
+    task = RunTask(get_scenario("mlp-clean"), 0, ("harness.steps=1000000", "harness.eval_interval=1000"),
                    ("always_alarm", "nonfinite"), str(tmp_path), isolate=False, timeout_s=4)
     [record] = list(run_tasks([task], workers=1))
     assert record["outcome"] == "hang"

@@ -7,10 +7,10 @@ import json
 import shutil
 
 import pytest
-from bugzoo_detectors.cockpit_adapter import Cockpit
+from bugzoo_detectors.cockpit import Cockpit
 
 from bugzoo.config import compose_run
-from bugzoo.detector import default_detectors, detector_names, unavailable
+from bugzoo.detector_registry import DETECTORS, default_detectors, unavailable
 from bugzoo.harness.runner import execute
 from bugzoo.telemetry import TIMING_COLUMNS
 
@@ -20,7 +20,7 @@ HAS_TRAINCHECK = importlib.util.find_spec("traincheck") is not None and all(
 
 
 def test_adapters_import_and_register_without_their_tools():
-    assert "cockpit" in detector_names()
+    assert "cockpit" in DETECTORS.names()
     reason = unavailable("cockpit")
     assert (reason is None) == HAS_COCKPIT
     if reason:
@@ -76,9 +76,8 @@ def test_cockpit_flags_missing_zero_grad_not_clean_and_leaves_the_run_unchanged(
 
 
 def test_traincheck_scores_exported_buggy_scripts_against_controls_and_healthy_variants():
-    from bugzoo_detectors.traincheck_adapter import scripts
-
     from bugzoo.teach.export import healthy_variants, supported
+    from bugzoo.tools.traincheck import scripts
 
     every = scripts(None)
     buggy = [s for s in every if s.bug]
@@ -93,7 +92,7 @@ def test_traincheck_scores_exported_buggy_scripts_against_controls_and_healthy_v
 
 
 def test_traincheck_outcomes_judge_each_violation_and_calibration_drops_unstable_ones():
-    from bugzoo_detectors.traincheck_adapter import CALIBRATED, RAW, VARIANTS, Script, run_outcomes
+    from bugzoo.tools.traincheck import CALIBRATED, RAW, VARIANTS, Script, run_outcomes
 
     result = {"violations": [
         {"display_name": "Adam.step() precedes zero_grad()", "relation_type": "Lead",
@@ -123,7 +122,7 @@ def test_traincheck_outcomes_judge_each_violation_and_calibration_drops_unstable
 
 @pytest.mark.skipif(not HAS_TRAINCHECK, reason="TrainCheck not installed (extra: tools)")
 def test_traincheck_flags_missing_zero_grad_and_scores_it(tmp_path):
-    from bugzoo_detectors.traincheck_adapter import score_offline
+    from bugzoo.tools.traincheck import score_offline
 
     runs, table = score_offline(tmp_path, steps=8, check_seeds=(2,), train_seeds=(0,),
                                 calibration_seeds=(1,), only=["mlp-missing_zero_grad"])

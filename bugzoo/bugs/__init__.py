@@ -1,11 +1,11 @@
 """The bug registry: the built-in catalogue and bug plug-ins from other packages.
 
-A built-in bug is one module here: module name == bug id == ``conf/bug/<id>.yaml``. A plug-in
-bug lives in another distribution, which registers it under the entry-point group
+A built-in bug is one module here (module name == bug id) plus its scenarios: the module holds
+its card, its plant, its default ``onset`` and ``params`` and its export deltas. A plug-in bug
+is the same, in another distribution, which registers it under the entry-point group
 ``bugzoo.bugs``: the entry point's name is the bug's namespaced id (``mylab/label_noise``) and
-its value a :class:`Bug` object or a module holding ``BUG``; its onset and params are the Bug's
-``default_onset`` and ``default_params``. Built-in ids have no namespace, so the two never
-collide.
+its value a :class:`Bug` object or a module holding ``BUG``. Built-in ids have no namespace, so
+the two never collide. Both kinds reach Hydra's ``bug`` group through :mod:`bugzoo.config`.
 
 Ids are permanent. A retired bug keeps its module with ``retired="reason"`` in ``RETIRED``
 below instead of being deleted or renumbered.
@@ -14,22 +14,18 @@ below instead of being deleted or renumbered.
 from __future__ import annotations
 
 import functools
-import importlib
 import pkgutil
 import re
 import sys
 import types
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint
 
-import yaml
-
-from bugzoo.bugs.base import ALL_MODELS, CATEGORIES, Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import ALL_MODELS, CATEGORIES, Bug, Delta, SymptomCheck, patch_method
 from bugzoo.errors import UsageError, unknown_choice
-from bugzoo.paths import CONF_DIR
+from bugzoo.registry import Registry, distribution_of
 
 ENTRY_POINT_GROUP = "bugzoo.bugs"
-OWN_DISTRIBUTION = "bugzoo-bench"  # the distribution that ships the built-in catalogue
 PLUGIN_ID = re.compile(r"[a-z][a-z0-9_]*/[a-z][a-z0-9_]*")
 RETIRED: dict[str, str] = {}  # bug id -> reason it left the catalogue
 _NOT_BUGS = {"base"}
@@ -51,35 +47,25 @@ def builtin_ids() -> list[str]:
     return sorted(n for n in found if n not in _NOT_BUGS and n not in RETIRED)
 
 
+BUGS = Registry("bug", ENTRY_POINT_GROUP,
+                lambda: {bug_id: f"{__name__}.{bug_id}:BUG" for bug_id in builtin_ids()})
+
+
 def plugins() -> dict[str, Plugin]:
     """Every installed bug plug-in by id, loaded and checked. A plug-in that fails to import,
     holds no Bug, has a malformed or duplicate id or an incomplete card is a UsageError naming
-    its package. Cached for the current ``sys.path``, as detectors are."""
+    its package. Cached for the current ``sys.path``, as the registry's scan is."""
     return _plugins_on(tuple(sys.path))
 
 
 @functools.lru_cache(maxsize=4)
 def _plugins_on(path: tuple[str, ...]) -> dict[str, Plugin]:
-    found: dict[str, Plugin] = {}
-    where: dict[str, str] = {}
-    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP),
-                     key=lambda e: (e.name, e.dist.name if e.dist else "")):
-        if ep.name in where:
-            raise UsageError(f"bug id '{ep.name}' is registered twice: by {where[ep.name]} "
-                             f"and by {_package(ep)} ({ep.value})")
-        where[ep.name] = f"{_package(ep)} ({ep.value})"
-        found[ep.name] = _load_plugin(ep)
-    return found
-
-
-def _package(ep: EntryPoint) -> str:
-    """``package <name> <version>``: who installed an entry point, for error messages."""
-    return f"package {ep.dist.name} {ep.dist.version}" if ep.dist else "an unknown package"
+    return {name: _load_plugin(ep) for name, ep in BUGS.entry_points().items()}
 
 
 def _load_plugin(ep: EntryPoint) -> Plugin:
     """The checked Bug behind one entry point of ``bugzoo.bugs``."""
-    package = _package(ep)
+    package = distribution_of(ep)
     if not PLUGIN_ID.fullmatch(ep.name):
         raise UsageError(f"bug plug-in '{ep.name}' from {package}: a plug-in's id is "
                          "'<namespace>/<name>' in lowercase letters, digits and _, "
@@ -116,7 +102,7 @@ def get_bug(bug_id: str) -> Bug:
         return found[bug_id].bug
     if bug_id not in builtin_ids():
         raise unknown_choice("bug", bug_id, bug_ids())
-    bug = importlib.import_module(f"{__name__}.{bug_id}").BUG
+    bug = BUGS.load(bug_id)
     if bug.id != bug_id:
         raise RuntimeError(f"module bugzoo.bugs.{bug_id} defines a bug with id {bug.id!r}")
     return bug
@@ -127,28 +113,16 @@ def list_bugs() -> list[Bug]:
     return [get_bug(b) for b in bug_ids()]
 
 
-def provider(bug_id: str) -> str:
-    """The distribution that provides the bug (``bugzoo-bench`` for the built-ins)."""
-    return plugins()[bug_id].package if bug_id in plugins() else OWN_DISTRIBUTION
-
-
 def bug_modules() -> set[str]:
     """The module of every bug: what ``sys.modules`` holds in every run, whichever is planted."""
     return {f"{__name__}.{b}" for b in builtin_ids()} | {p.module for p in plugins().values()}
 
 
 def bug_config(bug_id: str) -> dict:
-    """The ``bug`` node a run composes: ``conf/bug/<id>.yaml`` for a built-in, the Bug's own
-    ``default_onset`` and ``default_params`` for a plug-in."""
-    if bug_id in (found := plugins()):
-        bug = found[bug_id].bug
-        return {"id": bug.id, "onset": bug.default_onset, "params": dict(bug.default_params)}
-    return _builtin_config(bug_id)
-
-
-@functools.cache
-def _builtin_config(bug_id: str) -> dict:
-    return yaml.safe_load((CONF_DIR / "bug" / f"{bug_id}.yaml").read_text())
+    """The ``bug`` node a run composes (``bug=<id>``): the id, and the Bug's own ``onset`` and
+    ``params``, which a scenario may override."""
+    bug = get_bug(bug_id)
+    return {"id": bug.id, "onset": bug.onset, "params": dict(bug.params)}
 
 
 def flat_id(bug_id: str) -> str:
@@ -164,7 +138,6 @@ def check_applies(bug: Bug, model: str) -> None:
                          f"(it applies to: {', '.join(bug.models)})")
 
 
-__all__ = ["ALL_MODELS", "CATEGORIES", "ENTRY_POINT_GROUP", "RETIRED", "Bug", "Plugin",
-           "SymptomCheck", "bug_config", "bug_ids", "bug_modules", "builtin_ids",
-           "check_applies", "flat_id", "get_bug", "list_bugs", "patch_method", "plugins",
-           "provider"]
+__all__ = ["ALL_MODELS", "CATEGORIES", "ENTRY_POINT_GROUP", "RETIRED", "Bug", "Delta", "Plugin",
+           "SymptomCheck", "BUGS", "bug_config", "bug_ids", "bug_modules", "builtin_ids",
+           "check_applies", "flat_id", "get_bug", "list_bugs", "patch_method", "plugins"]

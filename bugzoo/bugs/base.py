@@ -21,12 +21,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from bugzoo.models import BUILTIN, MODELS
+
 if TYPE_CHECKING:
     from bugzoo.train import Trainer
 
 CATEGORIES = ("data", "model", "loss", "optim", "loop", "numerics", "precision", "distributed",
               "eval", "memory", "performance", "reproducibility")
-ALL_MODELS = ("mlp", "lstm", "transformer", "resnet")
+ALL_MODELS = BUILTIN  # the models a bug applies to unless it says otherwise
 
 
 # What a practitioner observes, and so what a symptom check may read: loss and accuracy,
@@ -36,7 +38,7 @@ OUTCOMES = ("final_val_loss", "final_val_acc", "best_val_acc", "final_loss", "in
             "val_holdout_gap", "serving_gap", "nonfinite", "crashed", "hung", "heap_growth_mb",
             "peak_rss_mb", "data_time_frac", "median_step_s")
 DIRECTIONS = ("lower", "higher", "event", "varies")
-CARD_TEXT = ("title", "symptom", "explanation", "buggy", "fixed", "onset")  # never empty
+CARD_TEXT = ("title", "symptom", "explanation", "buggy", "fixed")  # never empty
 
 
 @dataclass(frozen=True)
@@ -62,11 +64,29 @@ class SymptomCheck:
 
 
 @dataclass(frozen=True)
+class Delta:
+    """How a bug turns a model's standalone reproducer (``bugzoo export``) from the fixed script
+    into the buggy one.
+
+    ``patch`` holds (fixed text, buggy text) replacements of the model's template, each
+    matching exactly once; ``settings`` override the template's defaults in BOTH scripts, so
+    that they differ only by the patch."""
+
+    patch: tuple[tuple[str, str], ...]
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Bug:
     """A planted training bug: metadata plus the patch that plants it.
 
     ``symptom`` says in words what a practitioner observes (loss, accuracy, divergence, hang,
-    memory, time); ``check`` is how the benchmark proves that symptom over seeds.
+    memory, time); ``check`` is how the benchmark proves that symptom over seeds. ``onset`` and
+    ``params`` are the run's ``bug.onset`` and ``bug.params`` unless a scenario sets them:
+    ``onset`` is a step, or a ``${...}`` interpolation into the run settings (the step a
+    schedule names); ``onset_note`` says in words when the mistake starts to matter, where the
+    number alone does not tell. ``reproducers`` holds, per model with a reproducer template,
+    the bug's :class:`Delta` for ``bugzoo export``.
     """
 
     id: str
@@ -78,29 +98,41 @@ class Bug:
     buggy: str
     fixed: str
     models: tuple[str, ...] = ALL_MODELS
-    onset: str = "present from step 0"
+    onset: int | str = 0
+    onset_note: str = ""
+    params: Mapping[str, Any] = field(default_factory=dict, compare=False)
     loud: bool = False
     # whether the plant can wait for `bug.onset` (a mistake made at build time cannot): a run
     # asking a bug that does not for an onset other than 0 is refused with a one-line error
     honours_onset: bool = True
     requires: tuple[str, ...] = ()  # e.g. ("cuda",) or ("distributed",)
     references: tuple[str, ...] = field(default_factory=tuple)
-    # a plug-in bug's run parameters (a built-in's are in conf/bug/<id>.yaml): the step it
-    # starts at unless a scenario says otherwise, and the `bug.params` its plant reads
-    default_onset: int = 0
-    default_params: Mapping[str, Any] = field(default_factory=dict, compare=False)
-    # a plug-in bug's `bugzoo export` patch, per model with a reproducer template: (fixed text,
-    # buggy text) replacements of that template, each matching once (a built-in's are kept with
-    # the templates, in bugzoo/teach/reproducers/)
-    reproducers: Mapping[str, tuple[tuple[str, str], ...]] = field(default_factory=dict,
-                                                                   compare=False)
+    reproducers: Mapping[str, Delta] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:
             raise ValueError(f"bug {self.id}: category {self.category!r} not in {CATEGORIES}")
-        unknown = set(self.models) - set(ALL_MODELS)
+        unknown = set(self.models) - set(MODELS.names())
         if unknown:
             raise ValueError(f"bug {self.id}: unknown models {sorted(unknown)}")
+        if not (isinstance(self.onset, int) and self.onset >= 0
+                or isinstance(self.onset, str) and self.onset.startswith("${")):
+            raise ValueError(f"bug {self.id}: onset must be a step or a ${{...}} interpolation "
+                             f"into the run settings, not {self.onset!r}")
+        deltas = {model: delta if isinstance(delta, Delta) else Delta(tuple(map(tuple, delta)))
+                  for model, delta in self.reproducers.items()}  # a plug-in may give pairs
+        object.__setattr__(self, "reproducers", deltas)
+
+    @property
+    def onset_text(self) -> str:
+        """When the mistake is there, in words: the step, or the setting that names it."""
+        if not self.honours_onset:
+            when = "from the start: it is made when the run is built"
+        elif isinstance(self.onset, str):
+            when = f"from the step `{self.onset[2:-1]}` names"
+        else:
+            when = f"from step {self.onset}"
+        return f"{when}; {self.onset_note}" if self.onset_note else when
 
     def card_gaps(self) -> list[str]:
         """What the card lacks: its empty text fields, no models, a check that is no

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, patch_method
 
 
 def head_with_softmax(self, features: Tensor) -> Tensor:
@@ -42,4 +42,10 @@ class Classifier(nn.Module):
         return self.head(self.backbone(x))      # raw logits
 
 loss = nn.CrossEntropyLoss()(model(x), y)      # log-softmax happens inside""",
+    reproducers={"mlp": Delta(
+        patch=(
+            ("return self.head(self.backbone(x))",
+             "return torch.softmax(self.head(self.backbone(x)), dim=-1)"),
+        ),
+    )},
 )

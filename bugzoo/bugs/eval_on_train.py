@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, patch_method
 from bugzoo.data import BatchLoader
 
 
@@ -31,4 +31,12 @@ BUG = EvalOnTrain(
 val_loader = DataLoader(train_set, batch_size=500)""",
     fixed="""\
 val_loader = DataLoader(val_set, batch_size=500)""",
+    reproducers={"mlp": Delta(
+        patch=(
+            ("val_loss, val_acc = evaluate(x_val, y_val)",
+             "val_loss, val_acc = evaluate(x_train, y_train)"),
+        ),
+        # a small, noisy training set: memorisation shows
+        settings={"N_TRAIN": 256, "N_VAL": 128, "NOISE": 0.3, "STEPS": 400},
+    )},
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, SymptomCheck
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck
 
 
 class FrozenFromStart(Bug):
@@ -33,4 +33,12 @@ optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)""",
     fixed="""\
 model = Classifier()                          # random init: train everything
 optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)""",
+    reproducers={"mlp": Delta(
+        patch=(
+            ("model = MLP()\n",
+             "model = MLP()\n"
+             "for p in model.backbone.parameters():\n"
+             "    p.requires_grad = False\n"),
+        ),
+    )},
 )

@@ -41,5 +41,6 @@ for step, (x, y) in enumerate(loader):
     if step == unfreeze_at:
         model.backbone.requires_grad_(True)
     ...""",
-    onset="the scheduled unfreeze step (optim.freeze_backbone_steps)",
+    onset="${optim.freeze_backbone_steps}",
+    onset_note="the step at which the backbone should have been unfrozen",
 )

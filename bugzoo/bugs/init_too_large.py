@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from bugzoo.bugs.base import Bug, SymptomCheck
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck
 
 
 def reinit_linear(model: nn.Module, std: float) -> None:
@@ -45,4 +45,16 @@ for m in model.modules():
     if isinstance(m, nn.Linear):
         nn.init.kaiming_normal_(m.weight, nonlinearity="relu")   # std = sqrt(2 / fan_in)""",
     models=("mlp",),
+    params={
+        "std": 1.0,
+    },
+    reproducers={"mlp": Delta(
+        patch=(
+            ("model = MLP()\n",
+             "model = MLP()\n"
+             "for m in model.modules():\n"
+             "    if isinstance(m, nn.Linear):\n"
+             "        nn.init.normal_(m.weight, 0.0, 1.0)\n"),
+        ),
+    )},
 )

@@ -29,4 +29,7 @@ for m in model.modules():
     if isinstance(m, nn.Linear):
         nn.init.kaiming_normal_(m.weight, nonlinearity="relu")   # std = sqrt(2 / fan_in)""",
     models=("mlp",),
+    params={
+        "std": 0.01,
+    },
 )

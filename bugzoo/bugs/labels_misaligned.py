@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, patch_method
 from bugzoo.data import DataBundle
 from bugzoo.data.base import Split
 
@@ -43,4 +43,12 @@ y = y[torch.randperm(len(y))]          # a second, different permutation""",
     fixed="""\
 perm = torch.randperm(len(x))
 x, y = x[perm], y[perm]                # one permutation for both""",
+    reproducers={"mlp": Delta(
+        patch=(
+            ("x_train, y_train = make_split(${N_TRAIN})\n",
+             "x_train, y_train = make_split(${N_TRAIN})\n"
+             "x_train = x_train[torch.randperm(len(x_train))]\n"
+             "y_train = y_train[torch.randperm(len(y_train))]\n"),
+        ),
+    )},
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, patch_method
 from bugzoo.data.base import Split
 
 
@@ -45,4 +45,13 @@ val_loader = DataLoader(val_set)""",
     fixed="""\
 train_loader = DataLoader(train_set, shuffle=True)  # validation kept apart
 val_loader = DataLoader(val_set)""",
+    reproducers={"mlp": Delta(
+        patch=(
+            ("\n\nclass MLP(nn.Module):",
+             "x_train, y_train = torch.cat([x_train, x_val]), torch.cat([y_train, y_val])\n"
+             "\n\nclass MLP(nn.Module):"),
+        ),
+        # a small, noisy training set: memorisation shows
+        settings={"N_TRAIN": 256, "N_VAL": 128, "NOISE": 0.3, "STEPS": 400},
+    )},
 )

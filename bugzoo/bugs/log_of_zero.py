@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, from_onset, patch_method
 
 
 def nll_of_log_softmax(self, logits: Tensor, y: Tensor) -> Tensor:
@@ -38,5 +38,12 @@ loss = F.nll_loss(log_probs, y)""",
 log_probs = F.log_softmax(logits, dim=-1)       # or F.cross_entropy(logits, y)
 loss = F.nll_loss(log_probs, y)""",
     models=("mlp",),
-    onset="present from step 0; manifests once some logit gap exceeds ~100",
+    onset_note="it shows once some logit gap exceeds ~100",
+    reproducers={"mlp": Delta(
+        patch=(
+            ("return F.cross_entropy(logits, y)",
+             "return F.nll_loss(torch.log(torch.softmax(logits, dim=-1)), y)"),
+        ),
+        settings={"SPREAD": 10.0, "STEPS": 400, "LR": 0.05},
+    )},
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, SymptomCheck
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck
 
 
 class LrTooHigh(Bug):
@@ -27,4 +27,13 @@ BUG = LrTooHigh(
 optimizer = torch.optim.AdamW(model.parameters(), lr=1e3, weight_decay=0.01)  # meant 1e-3""",
     fixed="""\
 optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)""",
+    params={
+        "lr": 1000.0,
+    },
+    reproducers={"mlp": Delta(
+        patch=(
+            ("lr=LR, weight_decay",
+             "lr=1e3, weight_decay"),
+        ),
+    )},
 )

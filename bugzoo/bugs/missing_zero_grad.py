@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, from_onset, patch_method
 
 
 class MissingZeroGrad(Bug):
@@ -38,5 +38,11 @@ for x, y in loader:
     loss = criterion(model(x), y)
     loss.backward()
     optimizer.step()""",
-    onset="from conf/bug onset (step at which the call disappears); 0 by default",
+    onset_note="the step at which the call disappears",
+    reproducers={"mlp": Delta(
+        patch=(
+            ("        optimizer.zero_grad()\n",
+             ""),
+        ),
+    )},
 )

@@ -36,5 +36,6 @@ loss.backward()
 torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
 optimizer.step()""",
     models=("mlp", "lstm"),
-    onset="the outlier batch arrives at the onset step (harness.outlier_step in the scenario)",
+    onset="${harness.outlier_step}",
+    onset_note="the step at which the outlier batch arrives",
 )

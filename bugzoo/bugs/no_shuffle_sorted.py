@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, patch_method
 from bugzoo.data import BatchLoader
 
 
@@ -37,4 +37,15 @@ rows = sorted(rows, key=lambda r: r.label)        # data exported class by class
 loader = DataLoader(TensorDataset(x, y), batch_size=32, shuffle=False)""",
     fixed="""\
 loader = DataLoader(TensorDataset(x, y), batch_size=32, shuffle=True)""",
+    reproducers={"mlp": Delta(
+        patch=(
+            ("\n\nclass MLP(nn.Module):",
+             "by_label = y_train.argsort(stable=True)   # data exported class by class\n"
+             "x_train, y_train = x_train[by_label], y_train[by_label]\n"
+             "\n\nclass MLP(nn.Module):"),
+            ("order = torch.randperm(len(x_train))",
+             "order = torch.arange(len(x_train))"),
+        ),
+        settings={"STEPS": 62},  # one epoch: the classes arrive one after another
+    )},
 )

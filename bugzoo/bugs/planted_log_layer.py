@@ -44,5 +44,6 @@ def forward(self, x):
 def forward(self, x):
     return self.fc2(x)            # or a bounded transform, e.g. torch.log1p(F.relu(x))""",
     models=("mlp",),
-    onset="step at which the log is switched on (bug.onset, 50 in exercise E.9.1)",
+    onset=50,
+    onset_note="the step at which the log is switched on (50 in exercise E.9.1)",
 )

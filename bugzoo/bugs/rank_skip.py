@@ -67,8 +67,14 @@ for batch in loader:                         # every rank runs every step
     # The mechanism is model-independent and every run costs two rank processes plus a wait
     # for the collective timeout, so the catalogue plants it in the two cheapest models.
     models=("mlp", "lstm"),
-    onset="the step from which the rank filters its batches; the first batch it drops "
-          "desynchronises the collectives",
+    onset_note=("the step from which the rank filters its batches; the first batch it drops "
+                "desynchronises the collectives"),
     loud=True,
     requires=("distributed",),
+    onset=10,
+    params={
+        "rank": 1,  # the rank whose data filter drops batches (rank 0 is the one watched)
+        "min_tokens": 5,  # sequences: drop a batch holding a review shorter than this
+        "max_abs": 3.0,  # features: drop a batch holding a standardised value beyond this
+    },
 )

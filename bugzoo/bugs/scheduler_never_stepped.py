@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, from_onset, patch_method
 
 
 def scheduler_step(self) -> None:
@@ -40,4 +40,10 @@ for x, y in loader:
     loss_fn(model(x), y).backward()
     optimizer.step()
     scheduler.step()""",
+    reproducers={"mlp": Delta(
+        patch=(
+            ("        scheduler.step()\n",
+             ""),
+        ),
+    )},
 )

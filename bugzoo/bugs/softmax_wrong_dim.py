@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, patch_method
 
 
 def head_with_batch_softmax(self, features: Tensor) -> Tensor:
@@ -43,4 +43,10 @@ def forward(self, x):
 
 loss = nn.CrossEntropyLoss()(model(x), y)""",
     models=("mlp",),  # with 2 classes (lstm, transformer) the harm is marginal
+    reproducers={"mlp": Delta(
+        patch=(
+            ("return self.head(self.backbone(x))",
+             "return torch.softmax(self.head(self.backbone(x)), dim=0)"),
+        ),
+    )},
 )

@@ -44,4 +44,7 @@ for i, (x, y) in enumerate(loader):
     if (i + 1) % k == 0:
         optimizer.step()
         optimizer.zero_grad()""",
+    params={
+        "every": 4,
+    },
 )

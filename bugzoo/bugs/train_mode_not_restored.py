@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, from_onset, patch_method
 
 
 def leave_eval(self) -> None:
@@ -48,5 +48,11 @@ def validate(model, loader):
         ...
     model.train()                 # restore training mode""",
     models=("mlp", "transformer", "resnet"),
-    onset="present from step 0; takes effect after the first evaluation",
+    onset_note="it takes effect after the first evaluation",
+    reproducers={"mlp": Delta(
+        patch=(
+            ("    model.train()\n    return result",
+             "    return result"),
+        ),
+    )},
 )

@@ -43,4 +43,7 @@ batch = tokenizer(texts, truncation=True, max_length=4, padding=True)""",
     fixed="""\
 batch = tokenizer(texts, truncation=True, max_length=32, padding=True)""",
     models=("lstm", "transformer"),
+    params={
+        "max_tokens": 4,  # tokens kept per review
+    },
 )

@@ -16,13 +16,13 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from bugzoo.config import check_run_config, compose_run, register_bugs, register_scenarios
-from bugzoo.detector import load_detector
+from bugzoo.config import check_run_config, compose_run, register_groups, register_scenarios
+from bugzoo.detector_registry import load_detector
 from bugzoo.errors import UsageError
 from bugzoo.harness.runner import execute_and_store
 from bugzoo.harness.store import ensure_writable
 from bugzoo.paths import CONF_DIR
-from bugzoo.scenarios import get_scenario, missing_cuda
+from bugzoo.scenarios import get_scenario, list_scenarios, missing_cuda
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +84,8 @@ def _hydra_entry(cfg: DictConfig) -> None:
 
 def main(argv: list[str]) -> int:
     """Validate the overrides up front (one-line errors), then hand over to Hydra."""
-    register_bugs()
-    register_scenarios()
+    register_groups()
+    register_scenarios(list_scenarios())
     multirun = any(a in ("-m", "--multirun") for a in argv)
     if not multirun and not any(a.startswith("-") for a in argv):
         # raises UsageError on unknown ids, bad values or an unusable results folder

@@ -43,8 +43,9 @@ from bugzoo.config import resolved
 from bugzoo.data import BatchLoader
 from bugzoo.detector import Detector
 from bugzoo.harness import store
+from bugzoo.harness.budget import budget_scope
 from bugzoo.harness.record import DetectorStatus, RunResult, build_summary
-from bugzoo.harness.watch import budget_scope, call_all, observer, run_facts, run_view, watches_for
+from bugzoo.harness.watch import call_all, observer, run_facts, run_view, watches_for
 from bugzoo.telemetry import trace_tables
 from bugzoo.train import Trainer, measure
 

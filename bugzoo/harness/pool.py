@@ -33,29 +33,28 @@ from omegaconf import DictConfig
 
 from bugzoo.bugs import get_bug
 from bugzoo.config import compose_run, resolved
-from bugzoo.detector import load_detector
+from bugzoo.detector_registry import load_detector
 from bugzoo.harness import store
 from bugzoo.harness.record import DetectorStatus, PartialRun, build_summary
 from bugzoo.harness.runner import execute
-from bugzoo.scenarios import get_scenario
+from bugzoo.models import get_model
+from bugzoo.scenarios import Scenario
 from bugzoo.telemetry import trace_tables
 
 log = logging.getLogger(__name__)
 
 GRACE_S = 30.0  # start-up allowance on top of a run's timeout (process spawn, torch import)
 HANG_EXIT = 86  # exit code of a pool worker that gave up on a hung run
-# Wall time (s) of one clean run per model on its defaults (results/perf/baselines.md). Used only
-# to start the longest runs first, so that no worker is left with a long run at the very end.
-RUN_COST_S = {"mlp": 1.3, "lstm": 5.6, "transformer": 5.8, "resnet": 8.8}
 
 
 @dataclass(frozen=True)
 class RunTask:
     """One run of a sweep: a scenario, a seed, extra overrides and the detectors watching.
 
-    It lands in ``<out>/<scenario>/seed<k>/``, or ``seed<k>.<tag>/`` for a tagged run."""
+    The scenario's spec travels with the task to the worker, which composes it as it is. The
+    run lands in ``<out>/<scenario>/seed<k>/``, or ``seed<k>.<tag>/`` for a tagged run."""
 
-    scenario: str
+    scenario: Scenario
     seed: int
     overrides: tuple[str, ...]
     detectors: tuple[str, ...]
@@ -67,15 +66,15 @@ class RunTask:
     @property
     def expected_cost(self) -> float:
         """Rough relative run time, from the scenario's model."""
-        return RUN_COST_S.get(get_scenario(self.scenario).model, max(RUN_COST_S.values()))
+        return get_model(self.scenario.model).run_cost_s
 
     @property
     def path(self) -> Path:
         name = f"seed{self.seed}" + (f".{self.tag}" if self.tag else "")
-        return Path(self.out) / self.scenario / name
+        return Path(self.out) / self.scenario.id / name
 
     def compose(self) -> DictConfig:
-        return compose_run([f"scenario={self.scenario}", f"seed={self.seed}", *self.overrides])
+        return compose_run([f"seed={self.seed}", *self.overrides], scenario=self.scenario)
 
 
 def _exit_with_parent() -> None:
@@ -133,7 +132,7 @@ def run_task(task: RunTask) -> dict:
 
 
 def status(task: RunTask, summary: dict) -> dict:
-    return {"scenario": task.scenario, "seed": task.seed, "outcome": summary["outcome"],
+    return {"scenario": task.scenario.id, "seed": task.seed, "outcome": summary["outcome"],
             "path": str(task.path)}
 
 

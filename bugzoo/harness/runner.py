@@ -14,16 +14,10 @@ from bugzoo.bugs import Bug, get_bug, list_bugs
 from bugzoo.config import resolved
 from bugzoo.detector import Detector
 from bugzoo.harness import distributed, store
+from bugzoo.harness.budget import budget_scope
 from bugzoo.harness.record import PartialRun, RunResult, build_summary
-from bugzoo.harness.watch import (
-    budget_scope,
-    call_all,
-    observer,
-    run_facts,
-    run_view,
-    twin_for,
-    watches_for,
-)
+from bugzoo.harness.twin import twin_for
+from bugzoo.harness.watch import call_all, observer, run_facts, run_view, watches_for
 from bugzoo.telemetry import trace_tables
 from bugzoo.train import Trainer, measure, measure_padding, serving_widths
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from bugzoo.config import compose_run
-from bugzoo.detector import is_exclusive
+from bugzoo.detector_registry import is_exclusive
 from bugzoo.errors import UsageError
 from bugzoo.harness import store
 from bugzoo.harness.pool import RunTask, run_tasks
@@ -107,7 +107,7 @@ def plan_runs(scenarios: list[Scenario], seeds: list[int], overrides: list[str],
     shared = tuple(d for d in detectors if d not in exclusive)
     # the untagged run exists unless every detector has a run of its own
     groups = ([("", shared)] if shared or not exclusive else []) + [(d, (d,)) for d in exclusive]
-    return [RunTask(s.id, seed, tuple(overrides), names, str(out), s.isolate, timeout, tag)
+    return [RunTask(s, seed, tuple(overrides), names, str(out), s.isolate, timeout, tag)
             for s in scenarios for seed in seeds for tag, names in groups]
 
 

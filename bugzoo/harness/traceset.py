@@ -164,7 +164,7 @@ def size_mb(folder: Path) -> float:
 def main(argv: list[str]) -> int:
     p = ArgumentParser(prog="bugzoo traces",
                        description="Trace sets: a sweep's observations, compact enough to "
-                       "commit, for `bugzoo bench --replay`.")
+                       "commit, for `bugzoo replay`.")
     sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     export_p = sub.add_parser("export", help="write the trace set of a sweep folder")
     export_p.add_argument("sweep_dir", help="a sweep folder, e.g. results/runs/bench")

@@ -19,7 +19,8 @@ from collections.abc import Callable, Mapping
 import torch
 from torch import nn
 
-from bugzoo.detector import Alarm, Detector, RunView, load_detector
+from bugzoo.detector import Alarm, Detector, RunView
+from bugzoo.detector_registry import load_detector
 from bugzoo.harness.watch import Watch
 from bugzoo.telemetry import Telemetry
 

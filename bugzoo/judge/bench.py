@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bugzoo.detector import SELECTORS, select_detectors
+from bugzoo.detector_registry import SELECTORS, select_detectors
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
 from bugzoo.harness.sweep import (
@@ -94,8 +94,8 @@ def _parser() -> ArgumentParser:
     p.add_argument("--out", help="sweep folder (default: results/runs/<sweep>); with "
                    "--replay, where the tables go (default: printed only)")
     p.add_argument("--replay", metavar="DIR",
-                   help="train nothing: score the observation-only detectors on the runs "
-                   "stored in DIR, a sweep folder or a trace set (e.g. results/traces)")
+                   help="the same as `bugzoo replay DIR`: train nothing, score the "
+                   "observation-only detectors on the runs stored in DIR")
     return p
 
 

@@ -34,7 +34,8 @@ from torch import nn
 
 from bugzoo.bugs import CATEGORIES, Bug, SymptomCheck, bug_modules, get_bug
 from bugzoo.config import compose_run
-from bugzoo.detector import Alarm, Detector, load_detector
+from bugzoo.detector import Alarm, Detector
+from bugzoo.detector_registry import load_detector
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness.record import RunResult
 from bugzoo.harness.runner import execute

@@ -28,9 +28,10 @@ from tqdm import tqdm
 
 from bugzoo.config import compose_run
 from bugzoo.data.base import forever
-from bugzoo.detector import load_detector, select_detectors
-from bugzoo.errors import ArgumentParser, unknown_choice
+from bugzoo.detector_registry import load_detector, select_detectors
+from bugzoo.errors import ArgumentParser
 from bugzoo.harness import store
+from bugzoo.harness.budget import budget_scope
 from bugzoo.harness.runner import execute
 from bugzoo.harness.sweep import (
     QUICK_OVERRIDES,
@@ -41,11 +42,12 @@ from bugzoo.harness.sweep import (
     sweep_options,
     sweep_parser,
 )
-from bugzoo.harness.watch import budget_scope, call_all, observer, run_view, twin_for, watches_for
+from bugzoo.harness.twin import twin_for
+from bugzoo.harness.watch import call_all, observer, run_view, watches_for
 from bugzoo.judge.overfit import overfit_single_batch
 from bugzoo.judge.scoring import suite_members
 from bugzoo.judge.tables import markdown
-from bugzoo.models import MODELS
+from bugzoo.models import BUILTIN, MODELS
 from bugzoo.train import Trainer
 
 log = logging.getLogger(__name__)
@@ -265,8 +267,8 @@ def main(argv: list[str]) -> int:
     p = ArgumentParser(prog="bugzoo perf", description=__doc__.splitlines()[0],
                        parents=[sweep_parser()])
     p.add_argument("what", choices=["baselines", "overhead", "sweep"])
-    p.add_argument("--models", nargs="+", default=list(MODELS), metavar="MODEL",
-                   help=f"default: all ({', '.join(MODELS)})")
+    p.add_argument("--models", nargs="+", default=list(BUILTIN), metavar="MODEL",
+                   help=f"default: all ({', '.join(BUILTIN)})")
     p.add_argument("--detectors", nargs="+", metavar="NAME",
                    help="names or selectors, as bench takes them (default: 'default tools')")
     p.add_argument("--quick", action="store_true", help="sweep: the --quick sweep's scenarios")
@@ -275,8 +277,7 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     options = sweep_options(args, "0")
     for model in args.models:
-        if model not in MODELS:
-            raise unknown_choice("model", model, MODELS)
+        MODELS.check(model)
     out = store.ensure_writable(Path(args.out))
     torch.set_num_threads(1)
     command = " ".join(["bugzoo perf", *argv])

@@ -1,4 +1,4 @@
-"""``bugzoo bench --replay``: score observation-only detectors on stored runs, without training.
+"""``bugzoo replay``: score observation-only detectors on stored runs, without training.
 
 A detector that declares ``observation_only`` reads nothing but the Observations and the
 RunView's plain facts, and a CPU trace is bitwise reproducible, so the Observations read back
@@ -18,17 +18,13 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from bugzoo.detector import (
-    SELECTORS,
-    RunView,
-    installed_detectors,
-    load_detector,
-    select_detectors,
-)
-from bugzoo.errors import UsageError
+from bugzoo.detector import RunView
+from bugzoo.detector_registry import SELECTORS, detector_class, load_detector, select_detectors
+from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
+from bugzoo.harness.budget import budget_scope
 from bugzoo.harness.traceset import StoredRun, stored_runs
-from bugzoo.harness.watch import Watch, budget_scope, call_all, observer
+from bugzoo.harness.watch import Watch, call_all, observer
 from bugzoo.judge.scoring import judge_run, write_boards
 
 log = logging.getLogger(__name__)
@@ -42,7 +38,7 @@ def replayable(words: list[str] | None) -> list[str]:
     named = {w for arg in words or () for w in arg.split(",")} - set(SELECTORS)
     chosen, left_out = [], []
     for name in select_detectors(words):
-        if installed_detectors()[name].load().observation_only:
+        if detector_class(name).observation_only:
             chosen.append(name)
         elif name in named:
             raise UsageError(
@@ -108,6 +104,19 @@ def replay_bench(source: Path, words: list[str] | None, out: Path | None) -> str
     table = replay_outcomes(runs, names)
     log.info("replayed %s on %d runs in %.1f s", ", ".join(names), len(table) // len(names),
              time.perf_counter() - start)
-    command = " ".join(["bugzoo bench --replay", str(source), "--detectors", ",".join(names),
+    command = " ".join(["bugzoo replay", str(source), "--detectors", ",".join(names),
                         *(["--out", str(out)] if out else [])])
     return write_boards(table, None, source, command, [Path(out)] if out else [])
+
+
+def main(argv: list[str]) -> int:
+    p = ArgumentParser(prog="bugzoo replay", description=__doc__.splitlines()[0])
+    p.add_argument("source", metavar="DIR",
+                   help="a sweep folder or a trace set (e.g. results/traces)")
+    p.add_argument("--detectors", nargs="+", metavar="NAME",
+                   help="detector names and selectors (default: every replayable one of the "
+                   "default selection)")
+    p.add_argument("--out", help="where the tables go (default: printed only)")
+    args = p.parse_args(argv)
+    print(replay_bench(Path(args.source), args.detectors, Path(args.out) if args.out else None))
+    return 0

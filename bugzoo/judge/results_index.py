@@ -53,7 +53,7 @@ FIXED = [
           "`bugzoo bench --seeds 0,1,2 --detectors anomaly --out results/runs/tools-anomaly-all`; "
           "`bugzoo bench --scenarios 'mlp-*' --detectors cockpit --out results/runs/tools-cockpit`"
           ", then `bugzoo score results/runs/tools-<name> --beside results/runs/bench`; "
-          "`python -m bugzoo_detectors.traincheck_adapter --out results/runs/tools-traincheck`"),
+          "`python -m bugzoo.tools.traincheck --out results/runs/tools-traincheck`"),
     Entry(("health.csv",), "Every clean scenario's validation accuracy over 5 seeds beside its "
           "model's default (also the last section of `validity.md`)", "`bugzoo validate`",
           linked=False),
@@ -61,7 +61,7 @@ FIXED = [
           "`<bug>-midrun.png` for bugs that start mid-run), with the plotted data",
           "`bugzoo curves <bug>`", linked=False),
     Entry(("traces/*",), "The reference sweep's observations as one compact trace set, for "
-          "`bugzoo bench --replay results/traces`; `command.txt` records the commands and "
+          "`bugzoo replay results/traces`; `command.txt` records the commands and "
           "versions", "`bugzoo traces export results/runs/bench`", linked=False),
 ]
 
@@ -111,7 +111,7 @@ A curves figure puts each buggy scenario beside its clean control: the median ov
 line, min to max as a band, clean in blue and buggy in red, the onset dashed, the first
 non-finite loss dotted. The `.parquet` beside each figure holds the plotted data. The trace set
 under `traces/` holds every reference run's per-step observations, per-layer gradient norms and
-plain facts, which is all an observation-only detector reads, so `bugzoo bench --replay
+plain facts, which is all an observation-only detector reads, so `bugzoo replay
 results/traces` scores such a detector on the whole catalogue without training.
 
 ## The GPU pass

@@ -35,10 +35,11 @@ import numpy as np
 import pandas as pd
 
 from bugzoo import versions
-from bugzoo.detector import OWN_DISTRIBUTION, installed_detectors, provider, role_of
+from bugzoo.detector_registry import DETECTORS, role_of
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
 from bugzoo.judge.stats import BOOTSTRAP, bootstrap, clopper_pearson
+from bugzoo.registry import OWN_DISTRIBUTION
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +60,8 @@ def _identity(name: str, status: dict) -> dict:
     if "role" in status:
         return {"role": status["role"], "distribution": status["distribution"],
                 "version": status["version"]}
-    if name in installed_detectors():
-        distribution, version = provider(name)
+    if name in DETECTORS:
+        distribution, version = DETECTORS.provider(name)
         return {"role": role_of(name), "distribution": distribution, "version": version}
     return {"role": "heuristic", "distribution": "unknown", "version": ""}
 
@@ -174,7 +175,7 @@ def form_suites(identities: dict[str, tuple[str, str]]) -> dict[str, list[str]]:
 
 def suite_members(detectors: list[str]) -> dict[str, list[str]]:
     """The suites that installed ``detectors`` form (see :func:`form_suites`)."""
-    return form_suites({d: (role_of(d), provider(d)[0]) for d in detectors})
+    return form_suites({d: (role_of(d), DETECTORS.provider(d)[0]) for d in detectors})
 
 
 def with_suites(table: pd.DataFrame) -> pd.DataFrame:

@@ -39,29 +39,6 @@ VALIDITY_SEEDS = "0,1,2,3,4"
 COMMAND = "bugzoo validate"
 
 
-@dataclass
-class Manifestation:
-    """Outcome of one check that a bug manifests: its metric in buggy and clean runs."""
-
-    bug: str
-    metric: str
-    direction: str
-    buggy: list
-    clean: list
-    p_value: float
-    effect: float  # "higher"/"lower": difference of medians (buggy - clean); "event": rate diff
-
-    def separates(self) -> bool:
-        """Every buggy run is worse than every clean run (missing values count as worst)."""
-        if self.direction in ("event", "varies"):
-            return all(map(bool, self.buggy)) and not any(map(bool, self.clean))
-        worst = -math.inf if self.direction == "lower" else math.inf
-        buggy = [worst if x is None or x != x else x for x in self.buggy]
-        if self.direction == "lower":
-            return max(buggy) < min(self.clean)
-        return min(buggy) > max(self.clean)
-
-
 @dataclass(frozen=True)
 class Comparison:
     """A one-sided test of buggy runs against clean ones: the exact p-value and the effect
@@ -128,23 +105,6 @@ def control_overrides(scenario: Scenario) -> list[str]:
     return [f"scenario={scenario.id}", "~bug"]
 
 
-def check_manifests(scenario_id: str, seeds: list[int], extra: list[str] = (),
-                    mechanism: tuple[str, str] | None = None) -> Manifestation:
-    """Run a buggy scenario and its clean control over ``seeds`` (in this process, ``extra``
-    overrides on both) and compare the bug's symptom metric, or ``mechanism``: another summary
-    field and direction (tests of how a bug works, such as its share of zero gradients)."""
-    scenario = get_scenario(scenario_id)
-    bug = get_bug(scenario.bug)
-    metric, direction = mechanism or (bug.check.metric, bug.check.direction)
-    buggy = [measure_symptom([f"scenario={scenario.id}", *extra], s, metric, direction)
-             for s in seeds]
-    clean = [measure_symptom([*control_overrides(scenario), *extra], s, metric, direction)
-             for s in seeds]
-    comparison = compare(metric, direction, buggy, clean)
-    return Manifestation(bug.id, metric, direction, buggy, clean, comparison.p_value,
-                         comparison.effect)
-
-
 @dataclass(frozen=True)
 class ValidityPlan:
     """The runs that validate the chosen scenarios: each buggy one and its control, each
@@ -172,7 +132,7 @@ def plan_validity_runs(root: Path, patterns: list[str] | None, seeds: list[int],
 
     def plan(scenario: Scenario, kind: str, prefix: str = "") -> None:
         for seed in seeds:
-            task = RunTask(scenario.id, seed, tuple(overrides), (), str(root / f"{prefix}{kind}"),
+            task = RunTask(scenario, seed, tuple(overrides), (), str(root / f"{prefix}{kind}"),
                            scenario.isolate, timeout)
             tasks[task.path] = task
 

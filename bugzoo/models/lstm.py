@@ -5,6 +5,9 @@ from __future__ import annotations
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
+from bugzoo.data import DataBundle
+from bugzoo.models import ModelSpec
+
 
 class SequenceEncoder(nn.Module):
     """Embeds tokens and runs an LSTM over the true (unpadded) part of each sequence."""
@@ -32,4 +35,12 @@ class LSTMClassifier(nn.Module):
         return self.head(self.backbone(tokens, lengths))
 
 
+def build(data: DataBundle, **params) -> nn.Module:
+    return LSTMClassifier(data.vocab_size, data.num_classes, data.pad_id, **params)
 
+
+SPEC = ModelSpec(
+    name="lstm", dataset="reviews", description="embedding -> LSTM -> linear sentiment classifier", build=build,
+    params={"embed_dim": 32, "hidden": 64},
+    run_cost_s=5.6,
+)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from bugzoo.data import DataBundle
+from bugzoo.models import ModelSpec
+
 
 class MLP(nn.Module):
     """``backbone`` (``depth`` hidden Linear-ReLU-Dropout blocks) followed by a linear ``head``."""
@@ -21,3 +24,14 @@ class MLP(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return self.head(self.backbone(x))
+
+
+def build(data: DataBundle, **params) -> nn.Module:
+    return MLP(data.train.x.shape[1], data.num_classes, **params)
+
+
+SPEC = ModelSpec(
+    name="mlp", dataset="tabular", description="multilayer perceptron with dropout", build=build,
+    params={"hidden": 128, "depth": 2, "dropout": 0.1},
+    run_cost_s=1.3,
+)

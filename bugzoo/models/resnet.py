@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from bugzoo.data import DataBundle
+from bugzoo.models import ModelSpec
+
 
 class ResidualBlock(nn.Module):
     def __init__(self, cin: int, cout: int, stride: int):
@@ -40,3 +43,14 @@ class ResNet(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return self.head(self.backbone(x))
+
+
+def build(data: DataBundle, **params) -> nn.Module:
+    return ResNet(data.num_classes, data.train.x.shape[1], **params)
+
+
+SPEC = ModelSpec(
+    name="resnet", dataset="images", description="small residual network with BatchNorm", build=build,
+    params={"widths": [16, 32]},
+    run_cost_s=8.8,
+)

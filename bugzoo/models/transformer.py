@@ -7,6 +7,9 @@ import math
 import torch
 from torch import Tensor, nn
 
+from bugzoo.data import DataBundle
+from bugzoo.models import ModelSpec
+
 
 class SelfAttention(nn.Module):
     """Multi-head self-attention; padded keys are masked in the scores, before softmax."""
@@ -85,3 +88,15 @@ class TransformerClassifier(nn.Module):
 
     def forward(self, tokens: Tensor, lengths: Tensor) -> Tensor:
         return self.head(self.backbone(tokens, lengths))
+
+
+def build(data: DataBundle, **params) -> nn.Module:
+    return TransformerClassifier(data.vocab_size, data.num_classes, data.pad_id, **params)
+
+
+SPEC = ModelSpec(
+    name="transformer", dataset="reviews", description="mini encoder, own attention with padding masks", build=build,
+    # token_norm: RMS-normalise each token before pooling
+    params={"dim": 32, "heads": 2, "layers": 2, "max_len": 32, "dropout": 0.1, "token_norm": False},
+    run_cost_s=5.8,
+)

@@ -6,11 +6,11 @@ import textwrap
 
 import pandas as pd
 
-from bugzoo.bugs import get_bug, list_bugs, provider
-from bugzoo.detector import installed_detectors
+from bugzoo.bugs import BUGS, get_bug, list_bugs
+from bugzoo.detector_registry import DETECTORS
 from bugzoo.errors import ArgumentParser, unknown_choice
 from bugzoo.judge.tables import markdown
-from bugzoo.models import MODELS
+from bugzoo.models import MODELS, get_model
 from bugzoo.scenarios import list_scenarios
 
 LISTS = ("bugs", "models", "scenarios", "detectors")
@@ -19,13 +19,13 @@ LISTS = ("bugs", "models", "scenarios", "detectors")
 def bugs_table() -> pd.DataFrame:
     return pd.DataFrame([{
         "id": b.id, "category": b.category, "loud": "loud" if b.loud else "silent",
-        "models": ",".join(b.models), "title": b.title, "package": provider(b.id),
+        "models": ",".join(b.models), "title": b.title, "package": BUGS.provider(b.id)[0],
     } for b in list_bugs()])
 
 
 def models_table() -> pd.DataFrame:
-    return pd.DataFrame([{"id": m, "dataset": d, "description": desc}
-                         for m, (d, desc) in MODELS.items()])
+    return pd.DataFrame([{"id": m, "dataset": get_model(m).dataset,
+                          "description": get_model(m).description} for m in MODELS.names()])
 
 
 def scenarios_table() -> pd.DataFrame:
@@ -41,7 +41,7 @@ def scenarios_table() -> pd.DataFrame:
 def detectors_table() -> pd.DataFrame:
     return pd.DataFrame([{"name": name, "entry_point": ep.value,
                           "package": ep.dist.name if ep.dist else ""}
-                         for name, ep in sorted(installed_detectors().items())])
+                         for name, ep in sorted(DETECTORS.entry_points().items())])
 
 
 def list_main(argv: list[str]) -> int:

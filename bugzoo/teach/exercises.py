@@ -67,7 +67,7 @@ slowly and does not reach the target in time. Both fail the smoke test.""",
 def nan_hunt() -> list[str]:
     """Run the planted-NaN scenario with the NaN-hunting detectors; the alarms as lines."""
     # torch loads only when an exercise runs, not for listing or reading the guides
-    from bugzoo.detector import load_detector
+    from bugzoo.detector_registry import load_detector
     from bugzoo.harness.runner import execute
 
     cfg = compose_run([f"scenario={NAN_SCENARIO}", *NAN_OVERRIDES])

@@ -1,39 +1,42 @@
 """``bugzoo export <scenario> --out DIR``: a standalone buggy.py / fixed.py reproducer pair.
 
 The scripts are plain PyTorch (no bugzoo import): tiny inline data, model and loop, ending with
-``SYMPTOM <metric>=<value>``. The fixed script is a per-model template; the buggy one is the
-same script plus the bug's small patch (see ``bugzoo.teach.reproducers``).
+``SYMPTOM <metric>=<value>``. The fixed script is a per-model template
+(``bugzoo.teach.reproducers``); the buggy one is the same script plus the bug's small patch,
+its :class:`~bugzoo.bugs.Delta`, which lives beside its plant in the bug's module.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from pathlib import Path
 from string import Template
 
-from bugzoo.bugs import Bug, get_bug, plugins
+from bugzoo.bugs import Delta, get_bug
 from bugzoo.errors import ArgumentParser, UsageError
-from bugzoo.scenarios import get_scenario, list_scenarios
-from bugzoo.teach.reproducers import Delta
+from bugzoo.scenarios import get_scenario, list_scenarios, scenario_id
+from bugzoo.teach import reproducers
 
-TEMPLATE_MODELS = ("mlp",)  # models with a reproducer template in bugzoo/reproducers/<model>.py
 EXPECT = {"higher": "higher", "lower": "lower", "event": "1 (it happened)"}
 
 
 def _family(model: str):
-    return importlib.import_module(f"bugzoo.teach.reproducers.{model}")
+    return importlib.import_module(f"{reproducers.__name__}.{model}")
+
+
+def template_models() -> list[str]:
+    """The models with a reproducer template (``bugzoo/teach/reproducers/<model>.py``)."""
+    return sorted(m.name for m in pkgutil.iter_modules(reproducers.__path__))
 
 
 def supported() -> list[str]:
-    """Scenario ids that can be exported: bugzoo's own with a delta beside their model's
-    template, and registered scenarios of plug-in bugs that carry a patch for it."""
-    own = {f"{m}-{b}" for m in TEMPLATE_MODELS for b in _family(m).DELTAS}
-    return sorted(own | {s.id for s in list_scenarios() if s.bug in plugins()
-                         and s.model in get_bug(s.bug).reproducers})
-
-
-def _delta(model: str, bug: Bug) -> Delta:
-    return _family(model).DELTAS.get(bug.id) or Delta(tuple(map(tuple, bug.reproducers[model])))
+    """Scenario ids that can be exported: ``<model>-<bug>`` for each model with a template
+    and each bug that carries a :class:`Delta` for it, built-in or plug-in."""
+    models = template_models()
+    return sorted(s.id for s in list_scenarios() if s.bug and s.model in models
+                  and s.id == scenario_id(s.model, s.bug)
+                  and s.model in get_bug(s.bug).reproducers)
 
 
 def render(scenario: str) -> dict[str, str]:
@@ -43,7 +46,7 @@ def render(scenario: str) -> dict[str, str]:
         raise UsageError(f"no standalone reproducer for scenario '{scenario}' "
                          f"(supported: {', '.join(supported())})")
     family, bug = _family(spec.model), get_bug(spec.bug)
-    delta = _delta(spec.model, bug)
+    delta = bug.reproducers[spec.model]
     fixed = family.TEMPLATE
     buggy = _patched(fixed, delta, spec.bug)
     settings = {**family.DEFAULTS, **delta.settings, "TITLE": bug.title, "SCENARIO": scenario,

@@ -41,7 +41,7 @@ class QuestionRuns:
     clean_summary: dict
 
 
-def pool(category: str | None, model: str | None) -> list[Scenario]:
+def candidate_scenarios(category: str | None, model: str | None) -> list[Scenario]:
     """Buggy scenarios a question can be about: quick in-process runs, matching the filters."""
     chosen = []
     for s in select_scenarios(None, device="cpu"):
@@ -171,7 +171,7 @@ def ask(prompt: str) -> str:
 def quiz(n: int, seed: int, category: str | None, model: str | None, stored: Path,
          cache: Path, steps: int, png_dir: Path | None) -> tuple[int, int]:
     """Run the quiz; returns (score, questions asked)."""
-    candidates = pool(category, model)
+    candidates = candidate_scenarios(category, model)
     if not candidates:
         raise UsageError("no scenario matches these filters")
     rng = random.Random(seed)

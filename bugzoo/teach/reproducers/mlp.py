@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.teach.reproducers import Delta
+from bugzoo.bugs import Delta
 
 DEFAULTS: dict[str, object] = {"STEPS": 200, "LR": 1e-2, "N_TRAIN": 2000, "NOISE": 0.0, "N_VAL": 500,
                                "SPREAD": 2.0}
@@ -93,45 +93,6 @@ summary = {"final_val_loss": val_loss, "final_val_acc": val_acc, "initial_loss":
            "final_lr": optimizer.param_groups[0]["lr"], "train_mode_frac": sum(modes) / len(modes)}
 print(f"SYMPTOM ${METRIC}={summary['${METRIC}']:.6g}")
 '''
-
-CLASS_LINE = "\n\nclass MLP(nn.Module):"
-OVERFIT = {"N_TRAIN": 256, "N_VAL": 128, "NOISE": 0.3, "STEPS": 400}  # small noisy train set: memorisation
-
-DELTAS: dict[str, Delta] = {
-    "double_softmax": Delta((("return self.head(self.backbone(x))",
-                              "return torch.softmax(self.head(self.backbone(x)), dim=-1)"),)),
-    "softmax_wrong_dim": Delta((("return self.head(self.backbone(x))",
-                                 "return torch.softmax(self.head(self.backbone(x)), dim=0)"),)),
-    "missing_zero_grad": Delta((("        optimizer.zero_grad()\n", ""),)),
-    "lr_too_high": Delta((("lr=LR, weight_decay", "lr=1e3, weight_decay"),)),
-    "log_of_zero": Delta((("return F.cross_entropy(logits, y)",
-                           "return F.nll_loss(torch.log(torch.softmax(logits, dim=-1)), y)"),),
-                         {"SPREAD": 10.0, "STEPS": 400, "LR": 0.05}),
-    "frozen_from_start": Delta((("model = MLP()\n",
-                                 "model = MLP()\nfor p in model.backbone.parameters():\n"
-                                 "    p.requires_grad = False\n"),)),
-    "init_too_large": Delta((("model = MLP()\n",
-                              "model = MLP()\nfor m in model.modules():\n"
-                              "    if isinstance(m, nn.Linear):\n"
-                              "        nn.init.normal_(m.weight, 0.0, 1.0)\n"),)),
-    "labels_misaligned": Delta((("x_train, y_train = make_split(${N_TRAIN})\n",
-                                 "x_train, y_train = make_split(${N_TRAIN})\n"
-                                 "x_train = x_train[torch.randperm(len(x_train))]\n"
-                                 "y_train = y_train[torch.randperm(len(y_train))]\n"),)),
-    "no_shuffle_sorted": Delta((
-        (CLASS_LINE, "by_label = y_train.argsort(stable=True)   # data exported class by class\n"
-                     "x_train, y_train = x_train[by_label], y_train[by_label]\n" + CLASS_LINE),
-        ("order = torch.randperm(len(x_train))", "order = torch.arange(len(x_train))")),
-        {"STEPS": 62}),  # one epoch: the classes arrive one after another
-    "scheduler_never_stepped": Delta((("        scheduler.step()\n", ""),)),
-    "train_mode_not_restored": Delta((("    model.train()\n    return result",
-                                       "    return result"),)),
-    "eval_on_train": Delta((("val_loss, val_acc = evaluate(x_val, y_val)",
-                             "val_loss, val_acc = evaluate(x_train, y_train)"),), OVERFIT),
-    "leakage_val_in_train": Delta(((CLASS_LINE, "x_train, y_train = torch.cat([x_train, x_val]), "
-                                                "torch.cat([y_train, y_val])\n" + CLASS_LINE),),
-                                  OVERFIT),
-}
 
 # Healthy variants of the fixed script, each a change a practitioner makes on purpose; named
 # after the harness's clean variants they mirror (scenarios/mlp-clean-<name>.yaml). Offline

@@ -28,8 +28,8 @@ BUG = LabelSmoothingExtreme(
     title="Label smoothing of 0.9 (meant as 90% confidence)",
     category="loss",
     models=("mlp", "lstm"),
-    default_onset=0,
-    default_params={"label_smoothing": 0.9},
+    onset=0,
+    params={"label_smoothing": 0.9},
     # `bugzoo export`: the same mistake patched into bugzoo's standalone mlp reproducer
     reproducers={"mlp": (("return F.cross_entropy(logits, y)",
                           "return F.cross_entropy(logits, y, label_smoothing=0.9)"),)},

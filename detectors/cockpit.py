@@ -13,12 +13,10 @@ import math
 import statistics
 import warnings
 
-import pandas as pd
 import torch
 from torch import nn
 
-from bugzoo.detector import Alarm, Detector, RunView
-from bugzoo.telemetry import Observation
+from bugzoo import Alarm, Detector, Observation, RunView
 
 log = logging.getLogger(__name__)
 
@@ -212,52 +210,3 @@ class Cockpit(Detector):
             out += self._fire(step, "cockpit_grad_zero", "model",
                               "gradient norm is exactly zero: no gradient reaches the parameters")
         return out
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Table of what Cockpit flags on a few scenarios, with its wall-time overhead."""
-    import argparse
-    import time
-
-    from bugzoo.config import compose_run
-    from bugzoo.harness.runner import execute
-    from bugzoo.judge.tables import markdown
-
-    p = argparse.ArgumentParser(prog="python -m bugzoo_detectors.cockpit_adapter")
-    p.add_argument("--scenarios", nargs="+", default=[
-        "mlp-clean", "mlp-missing_zero_grad", "mlp-lr_too_high", "mlp-log_of_zero",
-        "mlp-frozen_from_start", "mlp-double_softmax", "mlp-init_too_large"])
-    p.add_argument("--steps", type=int, default=100)
-    p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args(argv)
-    torch.set_num_threads(1)
-    _unsupported(nn.Linear(1, 1), nn.CrossEntropyLoss())  # import the tools before timing
-    execute(compose_run([f"scenario={args.scenarios[0]}", "harness.steps=5"]))  # warm-up
-    rows = []
-    for sid in args.scenarios:
-        cfg = compose_run([f"scenario={sid}", f"harness.steps={args.steps}",
-                           f"seed={args.seed}"])
-        walls = {}
-        for watched in (False, True):
-            detector = Cockpit()
-            detector.name = "cockpit"
-            t0 = time.perf_counter()
-            result = execute(cfg, [detector] if watched else [])
-            walls[watched] = time.perf_counter() - t0
-        status = result.summary["detectors"]["cockpit"]
-        first = result.alarms.sort_values("step").head(1)
-        if detector.stood_down:  # set in setup, at the first step or at teardown
-            status["error"] = f"stood down: {detector.stood_down}"
-        rows.append({"scenario": sid, "alarms": status["alarms"],
-                     "first": "" if first.empty else
-                     f"{first['symptom'].iloc[0]} ({first['category'].iloc[0]}) "
-                     f"@ step {first['step'].iloc[0]}",
-                     "error": status["error"] or "",
-                     "plain_s": round(walls[False], 2), "cockpit_s": round(walls[True], 2),
-                     "overhead": f"{walls[True] / walls[False]:.1f}x"})
-    print(markdown(pd.DataFrame(rows)))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -4,7 +4,7 @@ scripts, and scored on the benchmark's own scoring.
 TrainCheck instruments a whole *script* (``traincheck-collect``), infers invariants from
 traces of correct runs (``traincheck-infer``) and checks a new run's trace against them
 (``traincheck-check``). It has no per-step in-process API a bugzoo :class:`Detector` could
-drive, so this adapter is offline and not a registered detector. It works on ``bugzoo
+drive, so it runs offline here, in the tools layer, rather than as a registered detector. It works on ``bugzoo
 export``'s standalone mlp scripts (plain PyTorch), each as long as it needs to show its
 symptom (or cut to ``steps``):
 
@@ -33,7 +33,7 @@ No scored run informs a calibration: the scored seeds are neither inferred from 
 on. TrainCheck names an invariant, not a kind of bug, so its alarms carry the category
 ``unknown``. Run::
 
-    python -m bugzoo_detectors.traincheck_adapter --out results/runs/tools-traincheck \\
+    python -m bugzoo.tools.traincheck --out results/runs/tools-traincheck \\
         [--steps N] [--check-seeds 2,3,4]
 
 It writes ``runs.csv`` (one row per traced script), ``outcomes.csv`` and ``leaderboard.md``
@@ -65,6 +65,7 @@ from bugzoo.bugs import get_bug
 from bugzoo.harness.store import ALARM_COLUMNS
 from bugzoo.judge.scoring import judge_run, write_boards
 from bugzoo.scenarios import get_scenario
+from bugzoo.teach.export import healthy_variants, render, render_clean, supported
 
 log = logging.getLogger(__name__)
 
@@ -108,8 +109,6 @@ def scripts(steps: int | None) -> list[Script]:
     """The scored scripts: each exportable mlp scenario's buggy script, then the clean ones:
     the default clean script, the matched controls whose code differs from it (a scenario may
     change the settings of both its scripts), and the healthy variants."""
-    from bugzoo.teach.export import healthy_variants, render, render_clean, supported
-
     buggy, clean = [], {_code(render_clean()): Script(CONTROL, None,
                                                       shortened(render_clean(), steps))}
     for scenario in supported():
@@ -299,7 +298,7 @@ def _seeds(text: str) -> tuple[int, ...]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bugzoo_detectors.traincheck_adapter",
+    p = argparse.ArgumentParser(prog="python -m bugzoo.tools.traincheck",
                                 description="Score TrainCheck offline on exported mlp scripts.")
     p.add_argument("--out", required=True, type=Path,
                    help="work folder for scripts, checks and the leaderboard")
@@ -316,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
                                 workers=args.workers, only=args.scenarios)
     runs.to_csv(args.out / "runs.csv", index=False)
     table.to_csv(args.out / "outcomes.csv", index=False)
-    command = " ".join(["python -m bugzoo_detectors.traincheck_adapter", *sys.argv[1:]])
+    command = " ".join(["python -m bugzoo.tools.traincheck", *sys.argv[1:]])
     print(write_boards(table, overhead_table(runs), args.out, command, [args.out]))
     for name, count in table.attrs["dropped"].items():
         print(f"{name}: {count} invariants dropped by calibration")

@@ -1,0 +1,51 @@
+"""Test helper: run a buggy scenario and its control in this process and compare the bug's
+symptom, as ``bugzoo validate`` does over a sweep."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from bugzoo.bugs import get_bug
+from bugzoo.judge.validity import compare, control_overrides, measure_symptom
+from bugzoo.scenarios import get_scenario
+
+
+@dataclass
+class Manifestation:
+    """Outcome of one check that a bug manifests: its metric in buggy and clean runs."""
+
+    bug: str
+    metric: str
+    direction: str
+    buggy: list
+    clean: list
+    p_value: float
+    effect: float  # "higher"/"lower": difference of medians (buggy - clean); "event": rate diff
+
+    def separates(self) -> bool:
+        """Every buggy run is worse than every clean run (missing values count as worst)."""
+        if self.direction in ("event", "varies"):
+            return all(map(bool, self.buggy)) and not any(map(bool, self.clean))
+        worst = -math.inf if self.direction == "lower" else math.inf
+        buggy = [worst if x is None or x != x else x for x in self.buggy]
+        if self.direction == "lower":
+            return max(buggy) < min(self.clean)
+        return min(buggy) > max(self.clean)
+
+
+def check_manifests(scenario_id: str, seeds: list[int], extra: list[str] = (),
+                    mechanism: tuple[str, str] | None = None) -> Manifestation:
+    """Run a buggy scenario and its clean control over ``seeds`` (in this process, ``extra``
+    overrides on both) and compare the bug's symptom metric, or ``mechanism``: another summary
+    field and direction (tests of how a bug works, such as its share of zero gradients)."""
+    scenario = get_scenario(scenario_id)
+    bug = get_bug(scenario.bug)
+    metric, direction = mechanism or (bug.check.metric, bug.check.direction)
+    buggy = [measure_symptom([f"scenario={scenario.id}", *extra], s, metric, direction)
+             for s in seeds]
+    clean = [measure_symptom([*control_overrides(scenario), *extra], s, metric, direction)
+             for s in seeds]
+    comparison = compare(metric, direction, buggy, clean)
+    return Manifestation(bug.id, metric, direction, buggy, clean, comparison.p_value,
+                         comparison.effect)
