@@ -95,6 +95,9 @@ class Detector:
     # as the reference notes write it, a third-party debugger) or "baseline" (a trivial
     # reference that detects nothing: scored beside the others, never a suite member).
     role: str = "heuristic"
+    # What it watches, for the leaderboard's "suite: generic": "generic" (a general signal:
+    # loss, gradients, updates, numerics, memory, time) or "targeted" (one known mistake)
+    scope: str = "generic"
     # False for costly optional tools: a plain `bugzoo bench` leaves them out; name them
     run_by_default: bool = True
     # True when watching can change how the run goes (e.g. turn a NaN into an exception): the

@@ -34,7 +34,7 @@ from bugzoo.errors import UsageError, choices_text, unknown_choice
 from bugzoo.paths import CONF_DIR, SCENARIO_DIR, included_folders
 
 # keys of a scenario file that describe the scenario instead of setting how the run trains
-DESCRIPTIVE_KEYS = ("scenario", "description", "excluded", "latent", "defaults", "bug")
+DESCRIPTIVE_KEYS = ("scenario", "description", "excluded", "unproven", "defaults", "bug")
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,8 @@ class Scenario:
     settings: dict = field(compare=False, repr=False)
     bug_config: dict = field(compare=False, repr=False)
     excluded: str | None
-    latent: str | None  # why the bug shows no outcome symptom in this setting, if it does not
+    # why the bug's symptom is not proven in this setting (what validity measured), if it is not
+    unproven: str | None
     description: str
     control: str | None
     path: Path = field(compare=False, repr=False)
@@ -177,12 +178,12 @@ def load_scenario(path: Path) -> Scenario:
     settings = {k: v for k, v in node.items() if k not in DESCRIPTIVE_KEYS}
     if chosen:
         settings["defaults"] = chosen
-    excluded, latent = node.get("excluded"), node.get("latent")
-    if latent and not bug:
-        raise _fail(path, "only a buggy scenario can be 'latent'", "latent")
+    excluded, unproven = node.get("excluded"), node.get("unproven")
+    if unproven and not bug:
+        raise _fail(path, "only a buggy scenario can be 'unproven'", "unproven")
     return Scenario(id=path.stem, model=model, bug=bug, settings=settings,
                     bug_config=bug_config, excluded=str(excluded) if excluded else None,
-                    latent=str(latent) if latent else None,
+                    unproven=str(unproven) if unproven else None,
                     description=str(node.get("description") or ""), control=None, path=path,
                     node=node)
 

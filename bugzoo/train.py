@@ -21,7 +21,7 @@ import torch
 from omegaconf import DictConfig
 from torch import Tensor, nn
 
-from bugzoo.bugs.base import Bug, Clock
+from bugzoo.bugs.base import Bug, Clock, plants_disarmed
 from bugzoo.data import Batch, BatchLoader, DataBundle, load_dataset
 from bugzoo.data.base import Normalization, f_scores, fit_normalization, forever
 from bugzoo.models import build_model
@@ -59,12 +59,12 @@ def rng_states_kept() -> Iterator[None]:
         np.random.set_state(numpy_state)
 
 
-def loss_floor(loss_fn: nn.Module, num_classes: int) -> float:
-    """The lowest value ``loss_fn`` can take: the entropy of the smoothed target distribution
-    for a label-smoothed cross-entropy (mass 1 - eps + eps/C on the label, eps/C elsewhere), else
-    0."""
-    eps = float(getattr(loss_fn, "label_smoothing", 0.0) or 0.0)
-    if not isinstance(loss_fn, nn.CrossEntropyLoss) or eps <= 0:
+def loss_floor(label_smoothing: float, num_classes: int) -> float:
+    """The lowest value the clean cross-entropy loss can take: the entropy of the smoothed
+    target distribution under label smoothing ``eps`` (mass 1 - eps + eps/C on the label,
+    eps/C elsewhere), else 0."""
+    eps = float(label_smoothing or 0.0)
+    if eps <= 0:
         return 0.0
     on, off = 1 - eps + eps / num_classes, eps / num_classes
     return -(on * math.log(on) + (num_classes - 1) * off * math.log(off))
@@ -140,7 +140,10 @@ class Trainer:
     """One training run of one model on one dataset, optionally with a planted bug."""
 
     def __init__(self, cfg: DictConfig, bug: Bug | None = None, rank: int = 0,
-                 world_size: int = 1):
+                 world_size: int = 1, armed: bool = True):
+        """``armed=False`` makes the run its bug's matched control: the plant is installed
+        disarmed (:func:`~bugzoo.bugs.base.plants_disarmed`) when it is patches only, and not
+        at all otherwise."""
         self.cfg = cfg
         self.bug = bug
         self.seed = int(cfg.seed)
@@ -149,8 +152,11 @@ class Trainer:
         self.clock = Clock(self.onset)  # what a planted bug's patches read the step from
         self.device = resolve_device(cfg.harness.device)
         self.rank, self.world_size = rank, world_size
-        if bug is not None:
-            bug.before_build(self)
+        self.plants = bug is not None and (armed or bug.patches_only)
+        self.armed = armed
+        if self.plants:
+            with plants_disarmed(not armed):
+                bug.before_build(self)
 
     @property
     def step(self) -> int:
@@ -173,8 +179,9 @@ class Trainer:
         self.scaler = self.build_scaler()
         self.train_loader = self.build_train_loader()
         self.val_loader = self.build_val_loader()
-        if self.bug is not None:
-            self.bug.after_build(self)
+        if self.plants:
+            with plants_disarmed(not self.armed):
+                self.bug.after_build(self)
         self.telemetry = Telemetry(self.model)
         return self
 

@@ -26,6 +26,8 @@ class CEProbabilities(Detector):
     Category ``loss``.
     """
 
+    scope = "targeted"  # checks for one known mistake
+
     def setup(self, run: RunView) -> None:
         super().setup(run)
         self.step, self.fired = 0, False

@@ -30,6 +30,8 @@ class DataChecks(Detector):
     training data); the same rows on both sides mean the training split itself is evaluated.
     """
 
+    scope = "targeted"  # checks for one known mistake
+
     def __init__(self, overlap: float = 0.01, mean_tol: float = 0.5,
                  std_range: tuple[float, float] = (0.5, 2.0), single_batches: int = 3):
         self.overlap, self.mean_tol, self.std_range = overlap, mean_tol, tuple(std_range)

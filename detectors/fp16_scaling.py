@@ -19,6 +19,8 @@ class FP16Scaling(Detector):
     exactly-zero gradient entries (underflow shows there).
     """
 
+    scope = "targeted"  # checks for one known mistake
+
     def __init__(self, min_scale: float = 1.0):
         self.min_scale = min_scale
 

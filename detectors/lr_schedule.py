@@ -18,6 +18,8 @@ class LRSchedule(Detector):
     above its step size).
     """
 
+    scope = "targeted"  # checks for one known mistake
+
     def __init__(self, flat: int = 30, jump: float = 2.5, tail: float = 0.05):
         self.flat, self.jump, self.tail = flat, jump, tail
 

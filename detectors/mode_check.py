@@ -20,6 +20,8 @@ class ModeCheck(Detector):
     training steps left in eval mode (the loop never calls ``model.train()`` again).
     """
 
+    scope = "targeted"  # checks for one known mistake
+
     def setup(self, run: RunView) -> None:
         super().setup(run)
         self.step, self.reported = 0, set()

@@ -17,6 +17,8 @@ class ParamAudit(Detector):
     not). Each kind alarms once.
     """
 
+    scope = "targeted"  # checks for one known mistake
+
     def __init__(self, frozen_share: float = 0.25):
         self.frozen_share = frozen_share
 

@@ -22,6 +22,8 @@ class RankConsistency(Detector):
     collective needs all of them; it does nothing in a single-process run.
     """
 
+    scope = "targeted"  # checks for one known mistake
+
     all_ranks = True
 
     def __init__(self, every: int = 10, rel_tol: float = 1e-9):

@@ -17,6 +17,8 @@ class StaleGrads(Detector):
     Category ``loop``.
     """
 
+    scope = "targeted"  # checks for one known mistake
+
     def setup(self, run: RunView) -> None:
         super().setup(run)
         self.step, self.fired = 0, False

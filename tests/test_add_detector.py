@@ -35,10 +35,10 @@ class Throwaway(Detector):
 def throwaway(tmp_path, monkeypatch):
     """The detector's file, and the one line that registers it, in bugzoo's distribution."""
     (tmp_path / "throwaway_detector.py").write_text(THROWAWAY)
-    info = tmp_path / "bugzoo_bench-0.1.0.dist-info"
+    info = tmp_path / "bugzoo_bench-1.0.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {OWN_DISTRIBUTION}\n"
-                                   "Version: 0.1.0\n")
+                                   "Version: 1.0.0\n")
     (info / "entry_points.txt").write_text(
         "[bugzoo.detectors]\nthrowaway = throwaway_detector:Throwaway\n")  # the one line
     monkeypatch.syspath_prepend(str(tmp_path))

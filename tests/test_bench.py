@@ -178,8 +178,10 @@ def test_exclusive_detector_gets_a_run_of_its_own(tmp_path):
     assert set(store.read_summary(own)["detectors"]) == {"anomaly"}
     assert store.read_summary(shared)["outcome"] == "completed"
     assert store.read_summary(own)["outcome"] == "crashed"
-    table = outcomes(out)  # the scenario's control (mlp-clean) came along
-    table = table[table["scenario"] == "mlp-lr_too_high"].set_index("detector")
+    assert store.read_summary(out / "mlp-lr_too_high" / "seed0.anomaly.control")["role"] == \
+        "control"  # the exclusive run has its own disarmed twin, as the shared run does
+    table = outcomes(out)
+    table = table[table["run_role"] == "buggy"].set_index("detector")
     assert table.loc["nonfinite", "outcome"] == "hit" and table.loc["anomaly", "outcome"] == "hit"
 
 

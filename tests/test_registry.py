@@ -120,7 +120,7 @@ def test_every_buggy_scenario_has_a_matched_control(scenario):
         cfg = OmegaConf.to_container(compose_run([*overrides, "harness.device=cuda"]),
                                      resolve=True)
         return {k: v for k, v in cfg.items() if k not in ("scenario", "bug", "description",
-                                                           "excluded", "latent")}
+                                                           "excluded", "unproven")}
 
     assert settings(f"scenario={scenario.id}") == settings(f"scenario={scenario.control}")
     composed = compose_run([f"scenario={scenario.id}", "harness.device=cuda"])

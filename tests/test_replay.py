@@ -39,8 +39,10 @@ def sweep(tmp_path_factory, worker_id) -> Path:
     with FileLock(str(shared / "replay-sweep.lock")):
         if not (folder / "done").is_file():
             for scenario, steps in RUNS.items():
-                execute_and_store(quick_cfg(f"scenario={scenario}", steps=steps), shared,
-                                  folder.name, [load_detector(n) for n in REPLAYABLE])
+                for armed in (True, False) if "clean" not in scenario else (True,):
+                    execute_and_store(quick_cfg(f"scenario={scenario}", steps=steps), shared,
+                                      folder.name, [load_detector(n) for n in REPLAYABLE],
+                                      armed=armed)
             (folder / "done").touch()
     return folder
 
@@ -55,6 +57,8 @@ def test_replayed_alarms_equal_the_live_ones(sweep):
     for run in traceset.stored_runs(sweep):
         path = store.run_dir(sweep.parent, sweep.name, run.summary["scenario"],
                              run.summary["seed"])
+        if run.summary["role"] == "control":
+            path = path.with_name(f"{path.name}.{store.CONTROL_TAG}")
         live = store.read_alarms(path)
         replayed, statuses = replay_run(run, REPLAYABLE)
         pd.testing.assert_frame_equal(replayed, live, check_dtype=False)

@@ -1,4 +1,5 @@
-"""Scoring: outcome classes, a score that rewards discrimination, suites, the tables."""
+"""Scoring: outcome classes, a paired score that rewards discrimination only, intervals over
+bugs, suites, releases, and the tables."""
 
 from __future__ import annotations
 
@@ -6,151 +7,215 @@ import math
 import subprocess
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from bugzoo.harness import store
-from bugzoo.judge import scoring
+from bugzoo.judge import outcomes, scoring
 from bugzoo.judge.stats import bootstrap, clopper_pearson, upper_bound
 from bugzoo.registry import OWN_DISTRIBUTION
 
 STEPS = 300
 
 
-def status(role="heuristic", distribution=OWN_DISTRIBUTION):
+def status(role="heuristic", distribution=OWN_DISTRIBUTION, scope="generic"):
     return {"error": None, "seconds": 0.0, "call_share": 0.0, "alarms": 0, "role": role,
-            "distribution": distribution, "version": "0.1.0"}
+            "scope": scope, "distribution": distribution, "version": "1.0.0"}
 
 
 def write(root, scenario, seed, alarms, detectors, bug=None, category=None, onset=0,
-          loud=False, model="mlp", latent=False):
+          loud=False, model="mlp", unproven=False, role=None, release="r1", symptom=None):
+    """Store one run; a buggy one (``bug``) is buggy unless ``role="control"`` (its twin)."""
     trace = pd.DataFrame({"step": range(STEPS), "loss": 1.0,
                           "elapsed_s": [0.5 * (i + 1) for i in range(STEPS)]})
-    summary = {"scenario": scenario, "seed": seed, "model": model, "bug": bug,
+    role = role or ("buggy" if bug else "clean")
+    summary = {"scenario": scenario, "seed": seed, "model": model, "bug": bug, "role": role,
                "category": category, "onset": onset if bug else None, "loud": loud,
-               "latent": latent, "outcome": "completed", "detectors": detectors}
+               "unproven": unproven, "outcome": "completed", "detectors": detectors,
+               "release": release, "symptom_value": symptom}
     frame = pd.DataFrame(alarms, columns=store.ALARM_COLUMNS)
-    store.write_run(store.run_dir(root, "sw", scenario, seed), {}, trace, frame, summary)
+    name = store.run_dir(root, "sw", scenario, seed)
+    if role == "control":
+        name = name.with_name(f"{name.name}.{store.CONTROL_TAG}")
+    store.write_run(name, {}, trace, frame, summary)
+
+
+def pair(root, scenario, seed, buggy_alarms, control_alarms, detectors, **bug):
+    """A buggy run and its disarmed twin."""
+    write(root, scenario, seed, buggy_alarms, detectors, **bug)
+    write(root, scenario, seed, control_alarms, detectors, role="control", **bug)
 
 
 @pytest.fixture
 def sweep(tmp_path):
-    """Detectors a and b (built-ins) on a small mix of runs."""
+    """Detectors a and b (built-ins) on pairs of buggy and control runs and healthy runs."""
     root, both = tmp_path / "runs", {"a": status(), "b": status()}
-    # buggy, onset 4: a hits at step 6 with the right category; b alarms early at step 2
-    write(root, "mlp-lr_too_high", 0, [("a", 6, "s", "optim", ""), ("a", 8, "s", "loss", ""),
-                                       ("b", 2, "s", "optim", "")], both,
-          bug="lr_too_high", category="optim", onset=4)
-    # buggy, onset 0: a hits at 3 with a wrong category; b misses
-    write(root, "mlp-double_softmax", 0, [("a", 3, "s", "optim", "")], both,
-          bug="double_softmax", category="loss")
-    # clean: a raises a false alarm, b is quiet; a second clean run is quiet for both
-    write(root, "mlp-clean", 0, [("a", 1, "s", "optim", "")], both)
+    lr = {"bug": "lr_too_high", "category": "optim", "onset": 4}
+    # onset 4: a hits at step 6 with the right category, its twin quiet; b alarms early at step
+    # 2 on both runs (they are one and the same before the onset)
+    pair(root, "mlp-lr_too_high", 0, [("a", 6, "s", "optim", ""), ("a", 8, "s", "loss", ""),
+                                      ("b", 2, "s", "optim", "")],
+         [("b", 2, "s", "optim", "")], both, **lr)
+    ds = {"bug": "double_softmax", "category": "loss"}
+    # onset 0: a hits at 3 with a wrong category, and alarms on the twin too; b misses
+    pair(root, "mlp-double_softmax", 0, [("a", 3, "s", "optim", "")], [("a", 9, "s", "s", "")],
+         both, **ds)
+    pair(root, "mlp-double_softmax", 1, [("a", 3, "s", "loss", "")], [], both, **ds)
+    # healthy variants: a raises a false alarm on one of two runs
+    write(root, "mlp-clean-lr_x0p3", 0, [("a", 1, "s", "optim", "")], both)
     write(root, "mlp-clean-batch128", 0, [], both)
-    # loud bug: scored apart
-    write(root, "mlp-crash", 0, [("b", 0, "s", "numerics", "")], both, bug="crash",
-          category="numerics", loud=True)
-    # latent bug (no outcome symptom in its setting): scored apart, a's alarm counts nowhere else
-    write(root, "mlp-quiet_bug", 0, [("a", 2, "s", "loop", "")], both, bug="quiet_bug",
-          category="loop", latent=True)
+    # loud and unproven bugs: scored apart
+    pair(root, "mlp-crash", 0, [("b", 0, "s", "numerics", "")], [], both, bug="crash",
+         category="numerics", loud=True)
+    pair(root, "mlp-quiet_bug", 0, [("a", 2, "s", "loop", "")], [], both, bug="quiet_bug",
+         category="loop", unproven=True, symptom=0.5)
     return root / "sw"
 
 
 def test_outcomes_classify_each_detector_run(sweep):
-    t = scoring.outcomes(sweep).set_index(["detector", "scenario"])
-    assert t.loc[("a", "mlp-lr_too_high"), "outcome"] == "hit"
-    assert t.loc[("a", "mlp-lr_too_high"), "delay_steps"] == 2
+    t = outcomes.outcomes(sweep).set_index(["detector", "scenario", "seed", "run_role"])
+    lr = ("mlp-lr_too_high", 0)
+    assert t.loc[("a", *lr, "buggy"), "outcome"] == "hit"
+    assert t.loc[("a", *lr, "buggy"), "delay_steps"] == 2
     # onset 4 begins at elapsed 2.0 s (end of step 3); the alarm step 6 ends at 3.5 s
-    assert t.loc[("a", "mlp-lr_too_high"), "delay_s"] == pytest.approx(1.5)
-    assert t.loc[("a", "mlp-lr_too_high"), "diagnosed"] == True  # noqa: E712
-    assert t.loc[("b", "mlp-lr_too_high"), "outcome"] == "early"
-    assert t.loc[("a", "mlp-double_softmax"), "diagnosed"] == False  # noqa: E712
-    assert t.loc[("b", "mlp-double_softmax"), "outcome"] == "miss"
-    assert t.loc[("a", "mlp-clean"), "outcome"] == "false_alarm"
-    assert t.loc[("b", "mlp-clean"), "outcome"] == "quiet"
-    assert t.loc[("a", "mlp-clean-batch128"), "outcome"] == "quiet"  # clean: no bug, any id
+    assert t.loc[("a", *lr, "buggy"), "delay_s"] == pytest.approx(1.5)
+    assert t.loc[("a", *lr, "buggy"), "diagnosed"] == True  # noqa: E712
+    assert t.loc[("a", *lr, "control"), "outcome"] == "quiet"
+    assert t.loc[("b", *lr, "buggy"), "outcome"] == "early"
+    assert t.loc[("b", *lr, "control"), "outcome"] == "early"
+    assert t.loc[("a", "mlp-double_softmax", 0, "control"), "outcome"] == "false_alarm"
+    assert t.loc[("b", "mlp-double_softmax", 0, "buggy"), "outcome"] == "miss"
+    assert t.loc[("a", "mlp-clean-lr_x0p3", 0, "clean"), "outcome"] == "false_alarm"
 
 
-def test_leaderboard_rates_score_and_loud_apart(sweep):
-    table = scoring.outcomes(sweep)
+def test_the_paired_score_is_macro_averaged_over_bugs(sweep):
+    table = outcomes.outcomes(sweep)
     board = scoring.leaderboard(table).set_index("detector")
     a, b = board.loc["a"], board.loc["b"]
-    assert (a["buggy_runs"], a["clean_runs"], a["hits"], a["misses"]) == (2, 2, 2, 0)
-    assert a["recall"] == 1.0 and a["false_alarm_rate"] == 0.5
-    # lr_too_high's onset 4: both clean runs were quiet before step 4 and neither alarmed
-    # from it on; double_softmax's onset 0: one of the two clean runs alarmed
-    assert a["matched_false_alarm_rate"] == pytest.approx(0.25)
-    assert a["score"] == pytest.approx(0.75)
-    assert a["diagnosis_accuracy"] == 0.5
+    # lr_too_high: one pair, hit and a quiet twin: 1. double_softmax: (1 - 1) and (1 - 0): 0.5
+    assert a["score"] == pytest.approx((1.0 + 0.5) / 2)
+    assert (a["bugs"], a["pairs"], a["hits"], a["control_alarms"]) == (2, 3, 3, 1)
+    assert a["recall"] == 1.0 and a["matched_false_alarm_rate"] == pytest.approx(0.25)
+    assert a["healthy_false_alarm_rate"] == 0.5 and a["flag"]  # over 0.05: flagged
     assert a["median_delay_steps"] == 3 and a["median_delay_steps_midrun"] == 2
-    # b: early on lr_too_high (not a chance to hit), missed double_softmax
-    assert (b["early"], b["hits"], b["misses"], b["recall"], b["score"]) == (1, 0, 1, 0.0, 0.0)
+    assert a["diagnosis_accuracy"] == pytest.approx((1.0 + 0.5) / 2)  # per bug, then mean
+    # b: early on lr_too_high (scores nothing either way), missed double_softmax
+    assert (b["early"], b["hits"], b["misses"], b["score"]) == (1, 0, 2, 0.0)
+    assert b["healthy_false_alarm_rate"] == 0.0 and not b["flag"]
+    # every cluster at 0: the exact interval over the clean scenarios, not a bootstrap's [0, 0]
+    assert b["healthy_false_alarm_rate_hi"] == pytest.approx(clopper_pearson(0, 2)[2])
     loud = scoring.apart_board(table, "loud").set_index("detector")
-    assert loud.loc["b", "runs"] == 1 and loud.loc["b", "early"] == 0
-    assert loud.loc["b", "recall"] == 1.0 and loud.loc["a", "recall"] == 0.0
-    latent = scoring.apart_board(table, "latent").set_index("detector")
-    assert latent.loc["a", "runs"] == 1 and latent.loc["a", "recall"] == 1.0
-    assert latent.loc["b", "recall"] == 0.0
+    assert loud.loc["b", "runs"] == 1 and loud.loc["b", "recall"] == 1.0
+    assert loud.loc["a", "recall"] == 0.0
+    unproven = scoring.apart_board(table, "unproven").set_index("detector")
+    assert unproven.loc["a", "recall"] == 1.0 and unproven.loc["b", "recall"] == 0.0
     assert set(scoring.category_board(table)["category"]) == {"optim", "loss"}
 
 
 def constant_detector_sweep(root, alarm_at):
-    """Every run watched by one detector that alarms at step ``alarm_at`` (None: never), on a
-    mix of clean runs and buggy runs with onsets 0, 50 and 150."""
+    """Every run watched by one detector that alarms at step ``alarm_at`` (None: never), on
+    healthy runs and pairs with onsets 0, 50 and 150."""
     watch = {"d": status()}
     alarm = [] if alarm_at is None else [("d", alarm_at, "s", "unknown", "")]
     for seed in range(3):
-        for scenario in ("mlp-clean", "mlp-clean-batch128", "lstm-clean"):
+        for scenario in ("mlp-clean-batch128", "lstm-clean-lr_x3"):
             write(root, scenario, seed, alarm, watch)
         for scenario, onset in (("mlp-double_softmax", 0), ("mlp-frozen_layers", 50),
                                 ("mlp-no_clipping_spike", 150)):
-            write(root, scenario, seed, alarm, watch, bug=scenario[4:], category="loss",
-                  onset=onset)
+            pair(root, scenario, seed, alarm, alarm, watch, bug=scenario[4:], category="loss",
+                 onset=onset)
     return root / "sw"
 
 
 @pytest.mark.parametrize("alarm_at", [None, 0, 1, 49, 50, 120, 150, 299])
 def test_a_detector_that_ignores_the_run_scores_exactly_zero(tmp_path, alarm_at):
-    """An alarm at a fixed step tells nothing about the bug, whatever the step: recall and the
-    matched false-alarm rate move together and the score stays 0 (F1 or pooled precision
-    would rank the alarm at step 0 near the top)."""
-    board = scoring.leaderboard(scoring.outcomes(constant_detector_sweep(tmp_path, alarm_at)))
+    """An alarm at a fixed step tells nothing about the bug, whatever the step: it comes on the
+    twin as on the buggy run, and the paired score is 0 with an interval of [0, 0]."""
+    board = scoring.leaderboard(outcomes.outcomes(constant_detector_sweep(tmp_path, alarm_at)))
     row = board.set_index("detector").loc["d"]
-    assert row["score"] == pytest.approx(0.0)
-    assert row["score_lo"] <= 0.0 <= row["score_hi"]
+    assert (row["score"], row["score_lo"], row["score_hi"]) == (0.0, 0.0, 0.0)
 
 
 def test_a_detector_that_sees_the_bug_scores_high(tmp_path):
     root, watch = tmp_path / "runs", {"d": status()}
     for seed in range(4):
-        write(root, "mlp-clean", seed, [], watch)
-        write(root, "mlp-frozen_layers", seed, [("d", 52, "s", "optim", "")], watch,
-              bug="frozen_layers", category="optim", onset=50)
-    row = scoring.leaderboard(scoring.outcomes(root / "sw")).set_index("detector").loc["d"]
-    assert row["score"] == 1.0 and row["recall"] == 1.0 and row["false_alarm_rate"] == 0.0
+        write(root, "mlp-clean-batch128", seed, [], watch)
+        pair(root, "mlp-frozen_layers", seed, [("d", 52, "s", "optim", "")], [], watch,
+             bug="frozen_layers", category="optim", onset=50)
+    row = scoring.leaderboard(outcomes.outcomes(root / "sw")).set_index("detector").loc["d"]
+    assert row["score"] == 1.0 and row["recall"] == 1.0
+    assert row["healthy_false_alarm_rate"] == 0.0
     assert row["median_delay_steps_midrun"] == 2 and math.isnan(row["median_delay_steps"])
 
 
-def test_suites_take_the_first_alarm_and_trust_the_quieter_member(tmp_path):
+def test_intervals_resample_bugs_not_runs(tmp_path):
+    """Many runs of one bug do not narrow the interval: a bug counts once."""
+    root, watch = tmp_path / "runs", {"d": status()}
+    for seed in range(20):  # one bug caught in every run ...
+        pair(root, "mlp-frozen_layers", seed, [("d", 0, "s", "optim", "")], [], watch,
+             bug="frozen_layers", category="optim")
+    for bug in ("double_softmax", "lr_too_high"):  # ... two bugs never caught
+        pair(root, f"mlp-{bug}", 0, [], [], watch, bug=bug, category="loss")
+    row = scoring.leaderboard(outcomes.outcomes(root / "sw")).set_index("detector").loc["d"]
+    assert row["score"] == pytest.approx(1 / 3) and row["recall_runs"] == pytest.approx(20 / 22)
+    assert row["score_lo"] == 0.0 and row["score_hi"] == 1.0
+
+
+def test_cluster_intervals():
+    value, lo, hi = scoring.cluster_interval(np.array([0.0, 0.0, 0.0, 0.0]), rate=True)
+    assert (value, lo) == (0.0, 0.0) and hi == pytest.approx(clopper_pearson(0, 4)[2])
+    value, lo, hi = scoring.cluster_interval(np.array([0.0, 0.5, 1.0, 1.0]))
+    assert lo < value < hi and value == 0.625
+    assert all(math.isnan(v) for v in scoring.cluster_interval(np.array([])))
+    median, lo, hi = scoring.pooled_interval([np.array([1.0, 2.0]), np.array([10.0])])
+    assert median == 2.0 and lo <= median <= hi
+
+
+def test_suites_take_the_first_alarm_and_call_a_split_diagnosis_ambiguous(tmp_path):
     root = tmp_path / "runs"
-    watch = {"loud": status(), "quiet": status(), "tool": status(role="tool"),
-             "base": status(role="baseline"), "theirs": status(distribution="their-tools")}
-    # both members alarm at step 5 on the buggy run: "loud" also alarms on the clean run
-    write(root, "mlp-double_softmax", 0, [("loud", 5, "s", "optim", ""),
-                                          ("quiet", 5, "s", "loss", ""),
-                                          ("base", 0, "s", "unknown", ""),
-                                          ("theirs", 0, "s", "unknown", "")],
-          watch, bug="double_softmax", category="loss")
-    write(root, "mlp-clean", 0, [("loud", 9, "s", "optim", ""), ("base", 0, "s", "unknown", ""),
-                                 ("theirs", 0, "s", "unknown", "")], watch)
-    table = scoring.with_suites(scoring.outcomes(root / "sw"))
-    suite = table[table["detector"] == "suite: built-ins"].set_index("scenario")
-    assert suite.loc["mlp-double_softmax", "alarm_category"] == "loss"  # quiet's diagnosis
-    assert suite.loc["mlp-double_softmax", "outcome"] == "hit"  # the baseline's step 0 ignored
-    assert suite.loc["mlp-clean", "outcome"] == "false_alarm"
-    assert scoring.form_suites({d: (s["role"], s["distribution"]) for d, s in watch.items()}) \
-        == {"suite: built-ins": ["loud", "quiet"],
-            "suite: built-ins + tools": ["loud", "quiet", "tool"]}
+    watch = {"loud": status(), "quiet": status(), "picky": status(scope="targeted"),
+             "tool": status(role="tool"), "base": status(role="baseline"),
+             "theirs": status(distribution="their-tools")}
+    # two members alarm first at step 5, naming different causes
+    pair(root, "mlp-double_softmax", 0, [("loud", 5, "s", "optim", ""),
+                                         ("quiet", 5, "s", "loss", ""),
+                                         ("picky", 7, "s", "loss", ""),
+                                         ("base", 0, "s", "unknown", ""),
+                                         ("theirs", 0, "s", "unknown", "")],
+         [("loud", 9, "s", "optim", ""), ("base", 0, "s", "unknown", "")], watch,
+         bug="double_softmax", category="loss")
+    table = outcomes.with_suites(outcomes.outcomes(root / "sw"))
+    suite = table[table["detector"] == "suite: built-ins"].set_index("run_role")
+    assert suite.loc["buggy", "alarm_category"] == outcomes.AMBIGUOUS
+    assert suite.loc["buggy", "diagnosed"] == False  # noqa: E712
+    assert suite.loc["buggy", "outcome"] == "hit"  # the baseline's step 0 ignored
+    assert suite.loc["control", "outcome"] == "false_alarm"
+    identities = {d: (s["role"], s["scope"], s["distribution"]) for d, s in watch.items()}
+    assert outcomes.form_suites(identities) == {
+        "suite: built-ins": ["loud", "picky", "quiet"], "suite: generic": ["loud", "quiet"],
+        "suite: built-ins + tools": ["loud", "picky", "quiet", "tool"]}
+
+
+def test_runs_of_two_releases_are_not_scored_together(sweep, capsys):
+    from bugzoo.cli import main
+
+    write(sweep.parent, "mlp-clean-lr_x3", 0, [], {"a": status()}, release="r2")
+    assert main(["score", str(sweep)]) == 2
+    assert "runs of different releases" in capsys.readouterr().err
+
+
+def test_unproven_scenarios_show_their_paired_effect(tmp_path):
+    root, watch = tmp_path / "runs", {"d": status()}
+    for seed, (buggy, control) in enumerate([(0.9, 0.5), (0.7, 0.6), (0.8, 0.5)]):
+        write(root, "mlp-quiet_bug", seed, [], watch, bug="quiet_bug", category="loop",
+              unproven=True, symptom=buggy)
+        write(root, "mlp-quiet_bug", seed, [], watch, bug="quiet_bug", category="loop",
+              unproven=True, symptom=control, role="control")
+    effects = scoring.unproven_effects(outcomes.outcomes(root / "sw")).set_index("scenario")
+    row = effects.loc["mlp-quiet_bug"]
+    assert row["seeds"] == 3 and row["effect"] == pytest.approx(0.3)
+    assert row["effect_lo"] <= row["effect"] <= row["effect_hi"]
 
 
 def test_exact_and_bootstrap_intervals():
@@ -173,8 +238,9 @@ def test_score_cli_writes_tables_and_publishes(sweep, tmp_path, monkeypatch, cap
         md = (folder / "leaderboard.md").read_text()
         assert f"bugzoo score {sweep} --publish" in md and "## Per bug category" in md
         csv = pd.read_csv(folder / "leaderboard.csv")
-        assert {"detector", "buggy_runs", "clean_runs", "recall", "false_alarm_rate", "score",
-                "median_delay_steps", "overhead", "role", "source"} <= set(csv.columns)
+        assert {"detector", "bugs", "pairs", "clean_runs", "recall", "score",
+                "matched_false_alarm_rate", "healthy_false_alarm_rate", "median_delay_steps",
+                "overhead", "role", "scope", "source"} <= set(csv.columns)
         assert set(csv["detector"]) == {"a", "b", "suite: built-ins"}
         assert list(csv["score"]) == sorted(csv["score"], reverse=True)
     assert "| a | heuristic | 0.75" in capsys.readouterr().out
@@ -186,16 +252,16 @@ def test_a_tool_subset_is_scored_beside_the_reference_sweep_on_the_same_runs(swe
     from bugzoo.cli import main
 
     tool, tool_status = tmp_path / "tool", {"t": status(role="tool")}
-    write(tool, "mlp-double_softmax", 0, [("t", 5, "s", "loss", "")], tool_status,
-          bug="double_softmax", category="loss")
-    write(tool, "mlp-clean", 0, [], tool_status)
+    pair(tool, "mlp-double_softmax", 0, [("t", 5, "s", "loss", "")], [], tool_status,
+         bug="double_softmax", category="loss")
+    write(tool, "mlp-clean-batch128", 0, [], tool_status)
     assert main(["score", str(tool / "sw"), "--beside", str(sweep)]) == 0
     table = pd.read_csv(tool / "sw" / "outcomes.csv")
-    # the reference's detectors come in on the tool's two runs only, the tool's rows stay its own
-    assert set(map(tuple, table[["detector", "scenario"]].values)) >= {
-        ("t", "mlp-double_softmax"), ("a", "mlp-double_softmax"), ("a", "mlp-clean"),
-        ("b", "mlp-clean")}
-    assert set(table["scenario"]) == {"mlp-double_softmax", "mlp-clean"}
+    # the reference's detectors come in on the tool's runs only, the tool's rows stay its own
+    assert set(map(tuple, table[["detector", "scenario", "run_role"]].values)) >= {
+        ("t", "mlp-double_softmax", "buggy"), ("a", "mlp-double_softmax", "buggy"),
+        ("a", "mlp-double_softmax", "control"), ("b", "mlp-clean-batch128", "clean")}
+    assert set(table["scenario"]) == {"mlp-double_softmax", "mlp-clean-batch128"}
     board = pd.read_csv(tool / "sw" / "leaderboard.csv").set_index("detector")
     assert board.loc["t", "score"] == 1.0 and board.loc["a", "score"] == 0.0  # a: hit + FA
     assert f"--beside {sweep}" in capsys.readouterr().out
@@ -203,8 +269,8 @@ def test_a_tool_subset_is_scored_beside_the_reference_sweep_on_the_same_runs(swe
 
 
 def test_baselines_score_about_zero_on_the_quick_sweep(tmp_path):
-    """On a real sweep: the three baselines score 0 within their intervals, and a constant
-    alarm exactly 0, so a scoring change that lets a constant detector win fails here."""
+    """On a real sweep: the three baselines score 0, a constant alarm exactly, so a scoring
+    change that lets a constant detector win fails here."""
     out = tmp_path / "quick"
     done = subprocess.run(
         [sys.executable, "-m", "bugzoo.cli", "bench", "--quick", "--out", str(out),
@@ -218,7 +284,7 @@ def test_baselines_score_about_zero_on_the_quick_sweep(tmp_path):
         assert row["role"] == "baseline"
     assert board.loc["always_alarm", "score"] == 0.0 and board.loc["never_alarm", "score"] == 0.0
     assert board.loc["always_alarm", "recall"] == 1.0  # it "catches" every bug...
-    assert board.loc["always_alarm", "false_alarm_rate"] == 1.0  # ...at the price of them all
+    assert board.loc["always_alarm", "matched_false_alarm_rate"] == 1.0  # ...and every twin
     assert board.loc["suite: built-ins", "score"] > board.loc["always_alarm", "score"]
 
 
@@ -228,9 +294,10 @@ def test_delay_after_symptom_counts_from_the_first_nonfinite_step():
                "detectors": {"a": status(), "b": status()}}
     alarms = pd.DataFrame([("a", 9, "s", "numerics", ""), ("b", 3, "s", "numerics", "")],
                           columns=store.ALARM_COLUMNS)
-    rows = {r["detector"]: r for r in scoring.judge_run(summary, alarms, pd.Series(dtype=float))}
+    rows = {r["detector"]: r for r in outcomes.judge_run(summary, alarms,
+                                                         pd.Series(dtype=float))}
     assert (rows["a"]["delay_steps"], rows["a"]["delay_after_symptom_steps"]) == (9, 2)
     assert rows["b"]["delay_after_symptom_steps"] == -4  # alarmed before the loss went NaN
-    quiet = scoring.judge_run(summary | {"first_nonfinite_step": None}, alarms,
-                              pd.Series(dtype=float))
+    quiet = outcomes.judge_run(summary | {"first_nonfinite_step": None}, alarms,
+                               pd.Series(dtype=float))
     assert all(r["delay_after_symptom_steps"] is None for r in quiet)

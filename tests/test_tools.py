@@ -88,6 +88,8 @@ def test_traincheck_scores_exported_buggy_scripts_against_controls_and_healthy_v
     assert len({s.text for s in clean}) == len(clean)  # each clean script once
     # a control whose scenario changes the settings of both scripts is scored too
     assert "mlp-log_of_zero-control" in names and "mlp-double_softmax-control" not in names
+    twins = {scenario for s in clean for scenario, _ in s.controls}
+    assert twins == {s.scenario for s in buggy}  # every buggy script has its fixed twin
     assert all("${SEED}" in s.text for s in every) and "= 7," in scripts(7)[0].text
 
 
@@ -107,14 +109,17 @@ def test_traincheck_outcomes_judge_each_violation_and_calibration_drops_unstable
     assert buggy[RAW]["role"] == "tool" and buggy[RAW]["category"] == "loop"
     assert buggy[VARIANTS]["outcome"] == "miss"  # every violation dropped
     assert buggy[RAW]["diagnosed"] is False  # an invariant names no bug category
-    clean = {r["detector"]: r["outcome"] for r in run_outcomes(
-        Script("mlp-clean", None, ""), 2, {"violations": result["violations"][1:]},
-        {CALIBRATED: {"seed-dependent"}})}
-    assert clean == {RAW: "false_alarm", CALIBRATED: "quiet"}
-    latent = run_outcomes(Script("mlp-train_mode_not_restored", "train_mode_not_restored", ""),
-                          2, result, {})
-    assert all(r["latent"] for r in latent)
-    failed = run_outcomes(Script("mlp-clean", None, ""), 2, {"error": "collect failed"},
+    twin = Script("mlp-clean", None, "", (("mlp-missing_zero_grad", "missing_zero_grad"),))
+    control = {r["detector"]: (r["outcome"], r["run_role"], r["scenario"]) for r in run_outcomes(
+        twin, 2, {"violations": result["violations"][1:]}, {CALIBRATED: {"seed-dependent"}})}
+    assert control == {RAW: ("false_alarm", "control", "mlp-missing_zero_grad"),
+                       CALIBRATED: ("quiet", "control", "mlp-missing_zero_grad")}
+    variant = run_outcomes(Script("mlp-clean-wide", None, ""), 2, result, {})
+    assert [r["run_role"] for r in variant] == ["clean"]
+    unproven = run_outcomes(Script("mlp-train_mode_not_restored", "train_mode_not_restored", ""),
+                            2, result, {})
+    assert all(r["unproven"] for r in unproven)
+    failed = run_outcomes(Script("mlp-clean-wide", None, ""), 2, {"error": "collect failed"},
                           {CALIBRATED: set()})
     errors = [(r["outcome"], r["detector_error"]) for r in failed]
     assert errors == [("quiet", "collect failed")] * 2

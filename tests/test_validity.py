@@ -68,18 +68,22 @@ def test_quick_validation_end_to_end_agrees_with_the_committed_table(tmp_path):
 @pytest.mark.skipif(not (ROOT / "results" / "validity.csv").is_file(),
                     reason="results/validity.csv not generated yet")
 def test_committed_validity_covers_every_default_scenario():
-    """Every scenario of the default sweep was validated and manifests, or is labelled latent
-    and does not: a latent label is a measured fact, dropped when the bug starts to show."""
+    """Every scenario of the default sweep was validated and manifests, or is labelled unproven
+    and does not: the label is a measured fact, dropped when the bug starts to show."""
     table = pd.read_csv(ROOT / "results" / "validity.csv").set_index("scenario")
     buggy = [s for s in select_scenarios(None, device="cpu") if not s.clean]
     missing = sorted({s.id for s in buggy} - set(table.index))
     assert not missing, f"not validated yet (run bugzoo validate): {missing}"
-    invalid = sorted(s.id for s in buggy if not s.latent and not table.loc[s.id, "valid"])
+    invalid = sorted(s.id for s in buggy if not s.unproven and not table.loc[s.id, "valid"])
     assert not invalid, f"invalid scenarios still in the default sweep: {invalid}"
-    showing = sorted(s.id for s in buggy if s.latent and table.loc[s.id, "valid"])
-    assert not showing, f"labelled latent but valid (drop the label): {showing}"
-    assert (table.loc[[s.id for s in buggy], "latent"].fillna("") != "").sum() == sum(
-        bool(s.latent) for s in buggy)
+    showing = sorted(s.id for s in buggy if s.unproven and table.loc[s.id, "valid"])
+    assert not showing, f"labelled unproven but valid (drop the label): {showing}"
+    assert (table.loc[[s.id for s in buggy], "unproven"].fillna("") != "").sum() == sum(
+        bool(s.unproven) for s in buggy)
+    # an unproven scenario whose effect excludes 0 was tested again over 10 seeds
+    marked = table.loc[[s.id for s in buggy if s.unproven]]
+    excludes_zero = (marked["effect_lo"] > 0) | (marked["effect_hi"] < 0)
+    assert (marked.loc[excludes_zero, "seeds"] >= 10).all()
 
 
 @pytest.mark.skipif(not (ROOT / "results" / "health.csv").is_file(),

@@ -50,4 +50,5 @@ opt = torch.optim.AdamW(model.parameters(), lr=1e-2)   # eps=1e-8 is fine in flo
     params={
         "eps": 1e-08,  # Adam"s default; 1.0e-4 is representable in fp16
     },
+    patches_only=False,  # it also edits the built run directly
 )

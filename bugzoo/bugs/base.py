@@ -10,6 +10,13 @@ overrides one or both hooks:
 Patches should be minimal deltas of the clean code path and take effect at ``trainer.onset``.
 :func:`patch_method` installs a :class:`Patch` that passes for the method it replaces, so
 nothing a detector can read reveals which bug was planted.
+
+A buggy run's matched control is its **disarmed twin**: the same configuration, the same bug
+object, and, for a bug whose every effect is a patch (``Bug.patches_only``), the same patches,
+which never call their replacement (:func:`plants_disarmed`). Through the bug's identity, its
+plant's code and the run's configuration, the control then looks like the buggy run; only the
+effect is missing. In-process blindness is a rule these checks enforce, not a guarantee: code
+in the same process can always find the flag that disarms a patch.
 """
 
 from __future__ import annotations
@@ -17,7 +24,9 @@ from __future__ import annotations
 import importlib
 import re
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -108,6 +117,11 @@ class Bug:
     requires: tuple[str, ...] = ()  # e.g. ("cuda",) or ("distributed",)
     references: tuple[str, ...] = field(default_factory=tuple)
     reproducers: Mapping[str, Delta] = field(default_factory=dict, compare=False)
+    # True when every effect of the plant goes through patch_method, so a matched control can
+    # carry the same patches disarmed; False for a plant that also edits the built run directly
+    # (its control runs without the plant). tests/test_integrity.py holds each bug to it.
+    patches_only: bool = True
+    since: str = "1.0"  # the release of bugzoo-bench the bug joined
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:
@@ -180,18 +194,33 @@ def from_onset(trainer: Trainer) -> Clock:
     return trainer.clock
 
 
+_ARMED: ContextVar[bool] = ContextVar("plants_armed", default=True)
+
+
+@contextmanager
+def plants_disarmed(disarmed: bool = True) -> Iterator[None]:
+    """Patches installed inside the block never call their replacement: how a matched control
+    carries its buggy twin's plant without its effect."""
+    token = _ARMED.set(not disarmed)
+    try:
+        yield
+    finally:
+        _ARMED.reset(token)
+
+
 class Patch:
     """A method of one object replaced by a planted bug, bound to that object.
 
     It passes for the method it replaces (same name, qualified name, module and docstring), is
     copied with its object by ``copy.deepcopy`` (the copy calls the copy, never the live
     object) and pickles with it (``torch.save``) when the replacement is a module-level
-    function. Before its clock starts it runs the original method.
+    function. Before its clock starts, and always when it was installed disarmed
+    (:func:`plants_disarmed`), it runs the original method.
     """
 
     def __init__(self, owner: Any, name: str, replacement: Callable, clock: Clock | None):
         current = getattr(owner, name)
-        self.owner, self.clock = owner, clock
+        self.owner, self.clock, self.armed = owner, clock, _ARMED.get()
         # the method the object had: an earlier patch, or its class's function
         self.original = current if isinstance(current, Patch) else current.__func__
         self.replacement = _disguised(replacement, self.original)
@@ -199,7 +228,7 @@ class Patch:
             setattr(self, attribute, getattr(self.original, attribute, None))
 
     def __call__(self, *args, **kwargs):
-        if self.clock is None or self.clock.started():
+        if self.armed and (self.clock is None or self.clock.started()):
             return self.replacement(self.owner, *args, **kwargs)
         if isinstance(self.original, Patch):
             return self.original(*args, **kwargs)
@@ -208,7 +237,7 @@ class Patch:
     def __reduce__(self):
         true_home = (self.replacement.__globals__["__name__"],
                      self.replacement.__code__.co_qualname)
-        return _restore_patch, (self.owner, true_home, self.original, self.clock)
+        return _restore_patch, (self.owner, true_home, self.original, self.clock, self.armed)
 
 
 def _disguised(function: Callable, original: Callable) -> Callable:
@@ -223,14 +252,14 @@ def _disguised(function: Callable, original: Callable) -> Callable:
 
 
 def _restore_patch(owner: Any, true_home: tuple[str, str], original: Callable,
-                   clock: Clock | None) -> Patch:
+                   clock: Clock | None, armed: bool = True) -> Patch:
     """Unpickle a :class:`Patch`: look its replacement up where it was defined."""
     module, qualname = true_home
     replacement = importlib.import_module(module)
     for part in qualname.split("."):
         replacement = getattr(replacement, part)
     patch = Patch.__new__(Patch)
-    patch.owner, patch.clock, patch.original = owner, clock, original
+    patch.owner, patch.clock, patch.original, patch.armed = owner, clock, original, armed
     patch.replacement = _disguised(replacement, original)
     for attribute in ("__name__", "__qualname__", "__module__", "__doc__"):
         setattr(patch, attribute, getattr(original, attribute, None))

@@ -46,4 +46,5 @@ for x, y in shard_loader:
     requires=("distributed",),
     # two rank processes per run: planted in the mlp, lstm and resnet, not the transformer
     models=("mlp", "lstm", "resnet"),
+    patches_only=False,  # it also edits the built run directly
 )

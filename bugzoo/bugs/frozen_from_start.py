@@ -41,4 +41,5 @@ optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)""",
              "    p.requires_grad = False\n"),
         ),
     )},
+    patches_only=False,  # it also edits the built run directly
 )

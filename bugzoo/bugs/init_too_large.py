@@ -57,4 +57,5 @@ for m in model.modules():
              "        nn.init.normal_(m.weight, 0.0, 1.0)\n"),
         ),
     )},
+    patches_only=False,  # it also edits the built run directly
 )

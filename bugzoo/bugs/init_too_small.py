@@ -32,4 +32,5 @@ for m in model.modules():
     params={
         "std": 0.01,
     },
+    patches_only=False,  # it also edits the built run directly
 )

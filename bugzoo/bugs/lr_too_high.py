@@ -36,4 +36,5 @@ optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)"""
              "lr=1e3, weight_decay"),
         ),
     )},
+    patches_only=False,  # it also edits the built run directly
 )

@@ -34,4 +34,5 @@ model.head = nn.Linear(hidden, num_classes)   # after the optimizer: never train
     fixed="""\
 model.head = nn.Linear(hidden, num_classes)
 optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)""",
+    patches_only=False,  # it also edits the built run directly
 )

@@ -124,7 +124,7 @@ def rank_main(run_dir: Path, rank: int) -> int:
     wait_group = dist.new_group(backend="gloo", timeout=wait)
     bug = job["bug"]
     list_bugs()  # every bug module loaded: sys.modules must not single out the planted one
-    trainer = DistributedTrainer(cfg, bug, rank=rank, world_size=world_size)
+    trainer = DistributedTrainer(cfg, bug, rank=rank, world_size=world_size, armed=job["armed"])
     # rank 0 runs every detector; the others only those that take part in collectives
     mine = [d for d in job["detectors"] if rank == 0 or d.all_ranks]
     watches = watches_for(mine, cfg)
@@ -205,11 +205,12 @@ def _load(path: Path):
     return pickle.loads(path.read_bytes())
 
 
-def execute_distributed(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = None
-                        ) -> RunResult:
+def execute_distributed(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = None,
+                        armed: bool = True) -> RunResult:
     """Run ``cfg`` on several ranks (one process each); never outlives ``harness.timeout_s``.
 
-    ``bug`` (default: ``cfg.bug.id`` looked up) and ``detectors`` are pickled to the ranks.
+    ``bug`` (default: ``cfg.bug.id`` looked up) and ``detectors`` are pickled to the ranks;
+    ``armed=False`` makes it the buggy run's matched control (:func:`.runner.execute`).
     """
     if bug is None and cfg.get("bug"):
         bug = get_bug(cfg.bug.id)
@@ -222,7 +223,7 @@ def execute_distributed(cfg: DictConfig, detectors: list[Detector] = (), bug: Bu
         run_dir = Path(tmp)
         _write_atomic(run_dir / "job.pkl", {"config": resolved(cfg), "world_size": world_size,
                                              "backend": backend, "detectors": list(detectors),
-                                             "bug": bug})
+                                             "bug": bug, "armed": armed})
         procs: list[subprocess.Popen] = []
         try:
             for rank in range(world_size):
@@ -263,7 +264,7 @@ def execute_distributed(cfg: DictConfig, detectors: list[Detector] = (), bug: Bu
                                          for d in detectors}
     trace, layers = trace_tables(lead.get("rows", []))
     summary = build_summary(
-        cfg, bug, trace=trace, outcome=outcome, error=first_error, wall_s=wall_s,
+        cfg, bug, armed=armed, trace=trace, outcome=outcome, error=first_error, wall_s=wall_s,
         detectors=statuses, num_classes=lead.get("num_classes", 2), dataset=lead.get("dataset"),
         loss_floor=lead.get("loss_floor", 0.0), holdout=lead.get("holdout"),
         device=lead.get("device", "cpu"), world_size=world_size, backend=backend,

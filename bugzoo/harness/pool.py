@@ -52,7 +52,9 @@ class RunTask:
     """One run of a sweep: a scenario, a seed, extra overrides and the detectors watching.
 
     The scenario's spec travels with the task to the worker, which composes it as it is. The
-    run lands in ``<out>/<scenario>/seed<k>/``, or ``seed<k>.<tag>/`` for a tagged run."""
+    run lands in ``<out>/<scenario>/seed<k>/``, or ``seed<k>.<tag>/`` for a tagged run: a
+    buggy run's matched control (``armed=False``, tag ``control``) or an exclusive detector's
+    run of its own."""
 
     scenario: Scenario
     seed: int
@@ -61,7 +63,8 @@ class RunTask:
     out: str  # the sweep folder
     isolate: bool
     timeout_s: float
-    tag: str = ""  # names a second run of the same scenario and seed (an exclusive detector's)
+    tag: str = ""  # names another run of the same scenario and seed
+    armed: bool = True  # False: the buggy scenario's disarmed twin, its matched control
 
     @property
     def expected_cost(self) -> float:
@@ -123,7 +126,7 @@ def run_task(task: RunTask) -> dict:
     watchdog.start()
     try:
         with memory_limit(cfg.harness.get("memory_limit_mb")):
-            result = execute(cfg, detectors, partial=partial)
+            result = execute(cfg, detectors, partial=partial, armed=task.armed)
     finally:
         watchdog.cancel()
     store.write_run(task.path, result.config, result.trace, result.alarms, result.summary,
@@ -146,7 +149,7 @@ def record_failure(task: RunTask, outcome: str, error: str, wall_s: float,
     trace, layers = trace_tables(list(partial.rows))
     statuses = {n: DetectorStatus() for n in task.detectors}
     statuses.update({w.detector.name: w.status(wall_s) for w in partial.watches})
-    summary = build_summary(cfg, bug, trace=trace, outcome=outcome, error=error,
+    summary = build_summary(cfg, bug, armed=task.armed, trace=trace, outcome=outcome, error=error,
                             wall_s=wall_s, detectors=statuses)
     alarms = pd.DataFrame([a for w in partial.watches for a in list(w.alarms)],
                           columns=store.ALARM_COLUMNS)

@@ -18,6 +18,7 @@ import pandas as pd
 import torch
 from omegaconf import DictConfig
 
+from bugzoo import release
 from bugzoo.bugs import Bug
 from bugzoo.scenarios import get_scenario, scenario_id
 from bugzoo.telemetry import TIMING_COLUMNS
@@ -31,8 +32,8 @@ class DetectorStatus:
     detector is not called again after one); ``seconds``: time spent inside its calls and hooks;
     ``call_share``: that time as a share of the run's wall time (not what a user pays per step:
     a tool can slow the whole step, see ``bugzoo perf overhead``); ``alarms``: how many it
-    raised; ``role``, ``distribution``, ``version``: what it is and which installed
-    distribution provided it.
+    raised; ``role``, ``scope``, ``distribution``, ``version``: what it is, what it watches
+    and which installed distribution provided it.
     """
 
     error: str | None = None
@@ -40,6 +41,7 @@ class DetectorStatus:
     call_share: float = 0.0
     alarms: int = 0
     role: str = "heuristic"
+    scope: str = "generic"
     distribution: str = "unknown"
     version: str = ""
 
@@ -138,7 +140,8 @@ def scenario_of(cfg: DictConfig) -> str:
     return f"{named}.control" if removed else named
 
 
-def build_summary(cfg: DictConfig, bug: Bug | None, *, trace: pd.DataFrame, outcome: str,
+def build_summary(cfg: DictConfig, bug: Bug | None, *, armed: bool = True,
+                  trace: pd.DataFrame, outcome: str,
                   error: str | None, wall_s: float, detectors: dict[str, DetectorStatus],
                   num_classes: int | None = None, dataset: str | None = None,
                   loss_floor: float = 0.0, holdout: tuple[float, float] | None = None,
@@ -149,7 +152,8 @@ def build_summary(cfg: DictConfig, bug: Bug | None, *, trace: pd.DataFrame, outc
     """Every key of a run's ``summary.json``: the trace metrics, the holdout measurement of a
     completed run, its serving check (``padding``: validation loss and accuracy per padding
     width, the first as trained, the last as served), what ran (scenario, model, bug, seed,
-    ...), how it ended, the ranks of a distributed run and each detector's status. The facts a
+    ...), its ``role`` (``buggy``; ``control``, the disarmed twin of a buggy run; ``clean``), how
+    it ended, the ranks of a distributed run and each detector's status. The facts a
     detector's RunView gives besides the live objects (``num_classes``, ``dataset``, ``model``,
     ``steps``, ``loss_floor``) are kept, so a stored trace can be replayed to it."""
     summary = summarize(trace, num_classes)
@@ -164,12 +168,16 @@ def build_summary(cfg: DictConfig, bug: Bug | None, *, trace: pd.DataFrame, outc
     summary.update(
         scenario=scenario_of(cfg), model=cfg.model.name, data=cfg.data.name,
         dataset=dataset or cfg.data.name, num_classes=num_classes, loss_floor=loss_floor,
+        role="clean" if bug is None else "buggy" if armed else "control",
         bug=bug.id if bug else None, category=bug.category if bug else None,
-        loud=bug.loud if bug else False, latent=bool(bug and cfg.get("latent")),
+        loud=bug.loud if bug else False, unproven=bool(bug and cfg.get("unproven")),
         onset=int(cfg.bug.onset) if bug else None,
-        seed=int(cfg.seed), steps=int(cfg.harness.steps), outcome=outcome,
+        seed=int(cfg.seed), data_seed=int(cfg.data.seed), steps=int(cfg.harness.steps),
+        outcome=outcome, release=release.digest(),
         crashed=outcome == "crashed", hung=outcome == "hang", error=error, wall_s=wall_s,
         device=device, torch_version=torch.__version__, world_size=world_size,
         backend=backend, rank_errors=rank_errors, rank_param_divergence=rank_param_divergence,
         detectors={name: status.as_dict() for name, status in detectors.items()})
+    # the bug's declared symptom on this run, beside its twin's for the leaderboard
+    summary["symptom_value"] = summary.get(bug.check.metric) if bug else None
     return summary

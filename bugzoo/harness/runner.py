@@ -25,28 +25,30 @@ log = logging.getLogger(__name__)
 
 
 def execute(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = None,
-            partial: PartialRun | None = None) -> RunResult:
+            partial: PartialRun | None = None, armed: bool = True) -> RunResult:
     """Train one run with ``detectors`` watching; a crash is recorded, not raised.
 
     ``bug`` plants a Bug object directly instead of looking ``cfg.bug.id`` up (the conformance
     suite plants decoys this way). ``partial`` receives the trace rows and the watches as the
-    run makes them. Runs on several ranks go to :mod:`.distributed`."""
+    run makes them. ``armed=False`` makes the run the buggy run's matched control, its
+    disarmed twin (:class:`~bugzoo.train.Trainer`). Runs on several ranks go to
+    :mod:`.distributed`."""
     list_bugs()  # every bug module loaded: sys.modules must not single out the planted one
     if bug is None and cfg.get("bug"):
         bug = get_bug(cfg.bug.id)
     if distributed.is_distributed(cfg, bug):
-        return distributed.execute_distributed(cfg, detectors, bug)
+        return distributed.execute_distributed(cfg, detectors, bug, armed)
     torch.set_num_threads(int(cfg.harness.threads))
     partial = partial or PartialRun()
     watches = partial.watches = watches_for(list(detectors), cfg)
-    trainer = Trainer(cfg, bug)
+    trainer = Trainer(cfg, bug, armed=armed)
     start = time.perf_counter()
     rows = partial.rows
     outcome, error = "completed", None
     with budget_scope():  # the detectors' calls, each under its time budget
         try:
             trainer.build()  # first, so the twin finds the data loaded and is charged only its own work
-            twin = twin_for(watches, cfg, bug)
+            twin = twin_for(watches, cfg, bug, armed)
             call_all(watches, "setup", run_view(trainer, twin))
             trainer.fit([observer(watches)], rows=rows)
         except Exception as e:
@@ -60,7 +62,7 @@ def execute(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = N
     holdout = measure(trainer.model, trainer.data.holdout, trainer.device) if completed else None
     padding = serving_check(trainer) if completed else None
     summary = build_summary(
-        cfg, bug, trace=trace, outcome=outcome, error=error, wall_s=wall_s,
+        cfg, bug, armed=armed, trace=trace, outcome=outcome, error=error, wall_s=wall_s,
         detectors={w.detector.name: w.status(wall_s) for w in watches}, **run_facts(trainer),
         holdout=holdout, padding=padding, device=str(trainer.device))
     alarms = pd.DataFrame([a for w in watches for a in w.alarms], columns=store.ALARM_COLUMNS)
@@ -76,10 +78,14 @@ def serving_check(trainer: Trainer) -> list[dict] | None:
     return measure_padding(trainer.model, trainer.data.val, serving_widths(width), trainer.device)
 
 
-def execute_and_store(cfg: DictConfig, root, sweep: str,
-                      detectors: list[Detector] = ()) -> tuple[RunResult, str]:
-    result = execute(cfg, detectors)
+def execute_and_store(cfg: DictConfig, root, sweep: str, detectors: list[Detector] = (),
+                      armed: bool = True) -> tuple[RunResult, str]:
+    """Execute one run and store it in ``<root>/<sweep>/<scenario>/seed<k>/`` (a disarmed
+    twin as ``seed<k>.control/``)."""
+    result = execute(cfg, detectors, armed=armed)
     path = store.run_dir(root, sweep, result.summary["scenario"], int(cfg.seed))
+    if not armed:
+        path = path.with_name(f"{path.name}.{store.CONTROL_TAG}")
     store.write_run(path, result.config, result.trace, result.alarms, result.summary,
                     result.layers)
     return result, str(path)

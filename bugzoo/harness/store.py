@@ -19,11 +19,12 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from bugzoo import versions
+from bugzoo import release, versions
 from bugzoo.errors import UsageError
 from bugzoo.telemetry import LAYER_COLUMNS, LAYERS
 
 ALARM_COLUMNS = ["detector", "step", "symptom", "category", "message"]
+CONTROL_TAG = "control"  # a buggy run's matched control is stored as seed<k>.control/
 LAYERS_FILE = f"{LAYERS}.parquet"
 
 
@@ -119,6 +120,7 @@ def iter_runs(sweep_dir: Path):
 
 
 SWEEP_COMMAND = "command.txt"
+SPLIT_FILE = "split.json"
 
 
 def _sweep_commands(sweep_dir: Path) -> list[tuple[str, str]]:
@@ -135,9 +137,10 @@ def write_sweep_command(sweep_dir: Path, command: str) -> None:
     detector) keeps each, in order."""
     path = Path(sweep_dir) / SWEEP_COMMAND
     known = _sweep_commands(sweep_dir)
-    if (command, versions()) not in known:
+    made_with = f"{versions()}; {release.stamp()}"
+    if (command, made_with) not in known:
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        lines = [*known, (command, versions())]
+        lines = [*known, (command, made_with)]
         tmp.write_text("".join(f"{c}  # {v}\n" for c, v in lines))
         os.replace(tmp, path)
 
@@ -148,5 +151,31 @@ def read_sweep_command(sweep_dir: Path) -> str | None:
 
 
 def read_sweep_versions(sweep_dir: Path) -> str | None:
-    """The versions the sweep's runs were made with (``bugzoo X, torch Y``; several joined)."""
-    return "; ".join(dict.fromkeys(v for _, v in _sweep_commands(sweep_dir) if v)) or None
+    """The versions and release the sweep's runs were made with (several joined)."""
+    return " | ".join(dict.fromkeys(v for _, v in _sweep_commands(sweep_dir) if v)) or None
+
+
+def write_split(sweep_dir: Path, split: dict) -> None:
+    """Record the split a sweep's runs were drawn for (its name, seeds, data-seed offsets)."""
+    path = Path(sweep_dir) / SPLIT_FILE
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(split, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def read_split(sweep_dir: Path) -> dict | None:
+    path = Path(sweep_dir) / SPLIT_FILE
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def sweep_stamp(sweep_dir: Path) -> str | None:
+    """What a leaderboard says of the runs it scores: the versions and release they were made
+    with, and their split and seeds."""
+    made_with = read_sweep_versions(sweep_dir)
+    if made_with is None:
+        return None
+    text = f"Runs made with {made_with}"
+    if split := read_split(sweep_dir):
+        text += (f"; {split['name']} split, training seeds {', '.join(map(str, split['seeds']))}"
+                 + (f", drawn from OS entropy at {split['drawn']}" if split.get("drawn") else ""))
+    return text

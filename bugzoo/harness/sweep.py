@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import secrets
 import shutil
 from collections import Counter
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from tqdm import tqdm
@@ -84,12 +86,18 @@ QUICK_OVERRIDES = ("harness.steps=60", "harness.eval_interval=20")
 
 
 def select_scenarios(patterns: list[str] | None, quick: bool = False, device: str = "auto",
-                     include_excluded: bool = False) -> list[Scenario]:
+                     include_excluded: bool = False, controls: bool = True) -> list[Scenario]:
     """The scenarios a sweep runs: those matching ``patterns`` (default all, or with ``quick``
-    the ``QUICK_SCENARIOS``) and the controls of the buggy ones, minus those excluded or unable
-    to run on ``device`` (each logged with its reason)."""
+    the ``QUICK_SCENARIOS``) and, with ``controls``, the clean controls of the buggy ones,
+    minus those excluded or unable to run on ``device`` (each logged with its reason). A bench
+    pairs each buggy run with its disarmed twin instead (``controls=False``), and runs the
+    clean scenarios that control no bug, the healthy variants."""
     found = list_scenarios(QUICK_SCENARIOS if quick and not patterns else patterns)
-    found += [get_scenario(s.control) for s in found if s.control]
+    if controls:
+        found += [get_scenario(s.control) for s in found if s.control]
+    else:
+        controlling = {s.control for s in list_scenarios() if s.control}
+        found = [s for s in found if not s.clean or s.id not in controlling]
     chosen = []
     for scenario in sorted(set(found), key=lambda s: s.id):
         if reason := scenario.skip_reason(device, include_excluded):
@@ -99,16 +107,64 @@ def select_scenarios(patterns: list[str] | None, quick: bool = False, device: st
     return chosen
 
 
-def plan_runs(scenarios: list[Scenario], seeds: list[int], overrides: list[str],
-              detectors: list[str], out: Path, timeout: float) -> list[RunTask]:
+@dataclass(frozen=True)
+class Split:
+    """Which seeds a sweep trains: ``dev`` (the given seeds, each scenario's own data seed;
+    published, replayable, fit to tune on) or ``test`` (training seeds and data-seed offsets
+    drawn from OS entropy when the sweep starts, recorded with its results, never published).
+    A scenario's data seed on the test split is its own plus the slot's offset, so scenarios
+    that differ by their data seed stay different."""
+
+    name: str
+    seeds: tuple[int, ...]
+    data_offsets: tuple[int, ...]
+    drawn: str | None = None  # when the test split's seeds were drawn (UTC)
+
+    @classmethod
+    def dev(cls, seeds: list[int]) -> Split:
+        return cls("dev", tuple(seeds), (0,) * len(seeds))
+
+    @classmethod
+    def test(cls, runs: int) -> Split:
+        draw = secrets.SystemRandom()
+        return cls("test", tuple(draw.randrange(2**31) for _ in range(runs)),
+                   tuple(draw.randrange(2**31) for _ in range(runs)),
+                   datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
+
+    def overrides(self, scenario: Scenario, slot: int) -> list[str]:
+        """The data-seed override of ``scenario``'s run in ``slot`` (none on dev)."""
+        if not self.data_offsets[slot]:
+            return []
+        own = int((scenario.settings.get("data") or {}).get("seed", 0))
+        return [f"data.seed={(own + self.data_offsets[slot]) % 2**32}"]
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "seeds": list(self.seeds),
+                "data_offsets": list(self.data_offsets), "drawn": self.drawn}
+
+
+def plan_runs(scenarios: list[Scenario], seeds: list[int] | Split, overrides: list[str],
+              detectors: list[str], out: Path, timeout: float, pairs: bool = False
+              ) -> list[RunTask]:
     """One run per scenario and seed watched by every shared detector, plus one run of its own
-    (tagged with its name) for each exclusive detector."""
+    (tagged with its name) for each exclusive detector; with ``pairs``, each buggy run's
+    disarmed twin beside it (tagged ``control``), its matched control."""
+    split = seeds if isinstance(seeds, Split) else Split.dev(seeds)
     exclusive = [d for d in detectors if is_exclusive(d)]
     shared = tuple(d for d in detectors if d not in exclusive)
     # the untagged run exists unless every detector has a run of its own
     groups = ([("", shared)] if shared or not exclusive else []) + [(d, (d,)) for d in exclusive]
-    return [RunTask(s, seed, tuple(overrides), names, str(out), s.isolate, timeout, tag)
-            for s in scenarios for seed in seeds for tag, names in groups]
+    tasks = []
+    for s in scenarios:
+        for slot, seed in enumerate(split.seeds):
+            extra = (*overrides, *split.overrides(s, slot))
+            for tag, names in groups:
+                tasks.append(RunTask(s, seed, extra, names, str(out), s.isolate, timeout, tag))
+                if pairs and not s.clean:
+                    tasks.append(RunTask(s, seed, extra, names, str(out), s.isolate, timeout,
+                                         ".".join(filter(None, (tag, store.CONTROL_TAG))),
+                                         armed=False))
+    return tasks
 
 
 def run_timeout(scenarios: list[Scenario], overrides: list[str]) -> float:

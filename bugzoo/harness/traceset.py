@@ -51,9 +51,10 @@ def is_traceset(folder: Path) -> bool:
 
 
 def stored_runs(source: Path) -> Iterator[StoredRun]:
-    """Every run stored in ``source``, a trace set or a sweep folder (its untagged runs; a
-    tagged one is an exclusive detector's second run), checked before the first is read: a
-    folder holding no run, or a run without its observations, is a UsageError."""
+    """Every run stored in ``source``, a trace set or a sweep folder (its buggy and clean runs
+    and the controls paired with the buggy ones; another tagged run is an exclusive detector's
+    second run, left out), checked before the first is read: a folder holding no run, or a run
+    without its observations, is a UsageError."""
     source = Path(source)
     if is_traceset(source):
         return _traceset_runs(source)
@@ -65,7 +66,8 @@ def stored_runs(source: Path) -> Iterator[StoredRun]:
 def _sweep_runs(sweep_dir: Path) -> list[Path]:
     if not sweep_dir.is_dir():
         raise UsageError(f"no sweep folder or trace set {sweep_dir}")
-    paths = [p for p in store.iter_runs(sweep_dir) if re.fullmatch(r"seed\d+", p.name)]
+    paths = [p for p in store.iter_runs(sweep_dir)
+             if re.fullmatch(rf"seed\d+(\.{store.CONTROL_TAG})?", p.name)]
     if not paths:
         raise UsageError(f"{sweep_dir} holds no stored runs: give a sweep folder (runs as "
                          "<scenario>/seed<k>/) or a trace set (" + ", ".join(TRACESET_FILES)

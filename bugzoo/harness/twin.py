@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 
 
 def twin_losses(cfg: DictConfig, bug: Bug | None, steps: int,
-                budget_s: float | None = None) -> list[float]:
+                budget_s: float | None = None, armed: bool = True) -> list[float]:
     """Train a fresh copy of the run ``cfg`` describes (same seed, same planted bug) for
     ``steps`` steps with nothing watching; its training losses, fewer if it crashes or runs
     past ``budget_s`` seconds (a run that hangs early must reach the watched run, where the
@@ -25,7 +25,7 @@ def twin_losses(cfg: DictConfig, bug: Bug | None, steps: int,
     that follows is not changed by its twin."""
     rows: list[dict] = []
     with rng_states_kept():
-        twin = Trainer(cfg, bug)
+        twin = Trainer(cfg, bug, armed=armed)
         try:
             with TimeBudget(budget_s):
                 twin.build().fit(rows=rows, steps=min(steps, twin.steps))
@@ -37,7 +37,8 @@ def twin_losses(cfg: DictConfig, bug: Bug | None, steps: int,
     return [row["loss"] for row in rows]
 
 
-def twin_for(watches: list[Watch], cfg: DictConfig, bug: Bug | None) -> list[float] | None:
+def twin_for(watches: list[Watch], cfg: DictConfig, bug: Bug | None,
+             armed: bool = True) -> list[float] | None:
     """The twin run's losses for the watching detectors that ask for one, as many steps as the
     most any asks for, under the longest of their time budgets and its time charged to each of
     them; None when none asks."""
@@ -47,7 +48,7 @@ def twin_for(watches: list[Watch], cfg: DictConfig, bug: Bug | None) -> list[flo
     budgets = [w.budget_s for w in asking]
     budget_s = None if None in budgets else max(budgets)
     t0 = time.perf_counter()
-    losses = twin_losses(cfg, bug, max(w.detector.twin_steps for w in asking), budget_s)
+    losses = twin_losses(cfg, bug, max(w.detector.twin_steps for w in asking), budget_s, armed)
     for w in asking:
         w.seconds += time.perf_counter() - t0
     return losses

@@ -33,12 +33,14 @@ def run_view(trainer: Trainer, twin_losses: list[float] | None = None) -> RunVie
 def run_facts(trainer: Trainer) -> dict:
     """The RunView's plain facts that a run's summary keeps for replay (``num_classes``,
     ``dataset``, ``loss_floor``), from a trainer that may have crashed while building (then
-    two classes, no dataset and a floor of 0)."""
+    two classes, no dataset and a floor of 0). They come from the run's clean configuration,
+    as a user knows them of their own loop, never from the planted code path: a bug in the
+    loss function must not move the floor the detectors are told is attainable."""
     if not hasattr(trainer, "data"):
         return {"num_classes": 2, "dataset": None, "loss_floor": 0.0}
     num_classes = trainer.data.num_classes
-    return {"num_classes": num_classes, "dataset": trainer.data.name,
-            "loss_floor": loss_floor(getattr(trainer, "loss_fn", None), num_classes)}
+    return {"num_classes": num_classes, "dataset": trainer.cfg.data.name,
+            "loss_floor": loss_floor(trainer.cfg.loss.label_smoothing, num_classes)}
 
 
 class Watch:
@@ -97,6 +99,7 @@ class Watch:
                               seconds=seconds,
                               call_share=seconds / wall_s if wall_s > 0 else 0.0,
                               alarms=len(self.alarms), role=self.detector.role,
+                              scope=self.detector.scope,
                               distribution=distribution, version=version)
 
 

@@ -1,11 +1,17 @@
 """``bugzoo bench``: sweep scenarios x seeds with every selected detector watching, then score.
 
-Default: every scenario (minus those marked ``excluded: <reason>`` and those needing CUDA when
-there is none) x seeds 0,1,2 x the default detector suite, into ``results/runs/<sweep>``. The
+Default: every buggy scenario (minus those marked ``excluded: <reason>`` and those needing CUDA
+when there is none), each run paired with its disarmed twin (its matched control), and every
+healthy variant, x 3 seeds x the default detector suite, into ``results/runs/<sweep>``. The
 detectors share one run per scenario and seed, except exclusive ones (``Detector.exclusive``,
 e.g. ``anomaly``), which get a run of their own each.
+
+``--split dev`` (the default) trains seeds 0,1,2 (or ``--seeds``): the seeds of the published
+traces, fit to tune on. ``--split test`` draws fresh training and data seeds from OS entropy
+when the sweep starts and records them in its folder (``split.json``): the split a citable score
+comes from, since no detector can have seen its runs.
 Resumable: complete run folders are skipped, so rerunning after a crash or ``kill -9`` only
-does what is missing.
+does what is missing (a test sweep keeps the seeds it drew).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
 from bugzoo.harness.sweep import (
     QUICK_OVERRIDES,
+    Split,
     plan_runs,
     remove_partial,
     run_timeout,
@@ -28,14 +35,30 @@ from bugzoo.harness.sweep import (
     sweep_options,
     sweep_parser,
 )
+from bugzoo.judge.outcomes import suite_members
 from bugzoo.judge.perf import time_pairs
 from bugzoo.judge.replay import replay_bench
-from bugzoo.judge.scoring import OVERHEAD_FILE, score_sweep, suite_members
+from bugzoo.judge.scoring import OVERHEAD_FILE, score_sweep
 
 log = logging.getLogger(__name__)
 
 BENCH_SEEDS = "0,1,2"
 OVERHEAD_BLOCKS, QUICK_OVERHEAD_BLOCKS = 15, 6  # blocks of 4 steps timed against the bare loop
+
+
+def the_split(out: Path, name: str, seeds: list[int]) -> Split:
+    """The sweep's split: the one its folder records (a resumed sweep keeps the seeds it drew),
+    else a new one, recorded. Refuses to mix splits in one folder."""
+    if known := store.read_split(out):
+        if known["name"] != name:
+            raise UsageError(f"{out} holds a {known['name']} split; a {name} split needs a "
+                             "folder of its own (--out or --sweep)")
+        if name == "test":
+            return Split("test", tuple(known["seeds"]), tuple(known["data_offsets"]),
+                         known.get("drawn"))
+    split = Split.test(len(BENCH_SEEDS.split(","))) if name == "test" else Split.dev(seeds)
+    store.write_split(out, split.as_dict())
+    return split
 
 
 def recorded_command(argv: list[str]) -> str:
@@ -54,10 +77,10 @@ def recorded_command(argv: list[str]) -> str:
 
 def measure_overhead(out: Path, models: list[str], detectors: list[str], workers: int,
                      blocks: int, progress: bool) -> None:
-    """What each detector and suite adds per step on each model, as ``bugzoo perf overhead``
-    measures it (blocks interleaved with the same loop without it, telemetry on in both),
-    into ``<out>/overhead.csv``. Pairs already there are kept, so a resumed bench measures
-    only what is missing."""
+    """What each detector and suite costs a user on each model, as ``bugzoo perf overhead``
+    measures it (blocks interleaved with the bare loop, telemetry off there; setup, twin run
+    and teardown counted in ``paid_x``), into ``<out>/overhead.csv``. Pairs already there are
+    kept, so a resumed bench measures only what is missing."""
     path = out / OVERHEAD_FILE
     rows = pd.read_csv(path).to_dict("records") if path.is_file() else []
     have = {(r["model"], r["variant"]) for r in rows}
@@ -66,8 +89,7 @@ def measure_overhead(out: Path, models: list[str], detectors: list[str], workers
              if (m, name) not in have]
     if pairs:
         log.info("overhead: %d detector x model pairs against the bare loop", len(pairs))
-    for row in time_pairs(pairs, workers, blocks=blocks, against="telemetry",
-                          progress=progress):
+    for row in time_pairs(pairs, workers, blocks=blocks, progress=progress):
         rows.append(row)
         tmp = path.with_name(f".{path.name}.tmp")
         pd.DataFrame(rows).to_csv(tmp, index=False)
@@ -87,6 +109,9 @@ def _parser() -> ArgumentParser:
                    help="detector names and selectors, e.g. 'default plugins' or "
                    "'builtins,my_detector' (default: default). Selectors: "
                    + "; ".join(f"{k}: {text}" for k, (text, _) in SELECTORS.items()))
+    p.add_argument("--split", choices=["dev", "test"], default="dev",
+                   help="dev: seeds 0,1,2 or --seeds (published, tunable); test: fresh seeds "
+                   "drawn from OS entropy, recorded in the sweep folder (default: dev)")
     p.add_argument("--no-overhead", action="store_true",
                    help="skip timing each detector against the bare loop (the leaderboard's "
                    "overhead column stays empty)")
@@ -112,21 +137,26 @@ def main(argv: list[str]) -> int:
         print(replay_bench(Path(args.replay), args.detectors,
                            Path(args.out) if args.out else None))
         return 0
+    if args.split == "test" and (args.seeds or args.quick):
+        raise UsageError("--split test draws its own seeds: it takes neither --seeds nor "
+                         "--quick")
     options = sweep_options(args, "0" if args.quick else BENCH_SEEDS)
     name = args.sweep or ("quick" if args.quick else "bench")
     chosen = select_detectors(args.detectors)
     overrides = [*(QUICK_OVERRIDES if args.quick else ()), *overrides]
-    scenarios = select_scenarios(options.patterns, quick=args.quick)
+    scenarios = select_scenarios(options.patterns, quick=args.quick, controls=False)
     if not scenarios:
         raise UsageError("no scenario left to run (all excluded or needing CUDA)")
     timeout = run_timeout(scenarios, overrides)
     # only now, with every input valid, may the results folder be created
     out = store.ensure_writable(Path(args.out) if args.out else Path("results/runs") / name)
-    tasks = plan_runs(scenarios, options.seeds, overrides, chosen, out, timeout)
+    split = the_split(out, args.split, options.seeds)
+    tasks = plan_runs(scenarios, split, overrides, chosen, out, timeout, pairs=True)
     remove_partial(out)
     store.write_sweep_command(out, recorded_command(argv))
-    log.info("sweep %s: %d scenarios x %d seeds, detectors %s, %d workers -> %s",
-             name, len(scenarios), len(options.seeds), ", ".join(chosen), options.workers, out)
+    log.info("sweep %s (%s split): %d scenarios x %d seeds, buggy runs paired with their "
+             "controls, detectors %s, %d workers -> %s", name, split.name, len(scenarios),
+             len(split.seeds), ", ".join(chosen), options.workers, out)
     outcomes = sweep(tasks, options.workers, progress=options.progress)
     log.info("runs made now: %s", dict(outcomes) or "none (all complete)")
     if not args.no_overhead:

@@ -6,10 +6,13 @@ For a bug (built-in or plug-in) it checks, on short CPU runs of every model the 
 * the plant changes the run, and before the onset the trace equals the control's, bitwise (a
   bug planted from step 0 that can wait is planted mid-run for this);
 * the run is deterministic for a seed (unless the symptom is that it is not: ``varies``);
-* nothing a detector can read (the run view's strings, the environment) names the bug;
+* nothing a detector can read (the run view's strings, the environment) names the bug, and
+  what code in the run's process can read of the plant (the patches' globals, closures and
+  code, the configuration a caller's frame holds, the Trainer the garbage collector finds)
+  is the same in the buggy run and in its matched control, its disarmed twin;
 * ``validate`` on quick settings (60 steps, seeds 0-2) moves the symptom metric the declared
   way (3 seeds against 3 cannot prove it: ``bugzoo validate`` with 5 seeds does); a scenario
-  marked ``latent`` gives its measured reason instead.
+  marked ``unproven`` gives its measured reason instead.
 
 Each model runs the bug's scenario there when one is registered (built-in or ``--include``d),
 else the model's default scenario with the bug planted.
@@ -17,13 +20,18 @@ else the model's default scenario with the bug planted.
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import sys
+import types
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from bugzoo.bugs import Bug, get_bug
+from bugzoo.bugs.base import Patch
 from bugzoo.config import compose_run
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness.runner import execute
@@ -50,7 +58,7 @@ class Setting:
     model: str
     buggy: tuple[str, ...]
     control: tuple[str, ...]
-    latent: str | None = None  # the scenario's measured reason it shows no symptom, if any
+    unproven: str | None = None  # why the scenario's symptom is not proven, if it is not
 
 
 def settings(bug: Bug, models: list[str] | None = None) -> list[Setting]:
@@ -67,7 +75,7 @@ def settings(bug: Bug, models: list[str] | None = None) -> list[Setting]:
                        key=lambda s: ("onset" in s.bug_config, s.id))
         if found:
             chosen.append(Setting(model, (f"scenario={found[0].id}",),
-                                  tuple(control_overrides(found[0])), found[0].latent))
+                                  tuple(control_overrides(found[0])), found[0].unproven))
         else:
             base = f"scenario={default_scenario(model).id}"
             chosen.append(Setting(model, (base, f"bug={bug.id}"), (base,)))
@@ -147,7 +155,8 @@ def names_of(bug: Bug) -> set[str]:
 
 
 def check_blind(bug: Bug, setting: Setting) -> str:
-    """No string a detector can reach from the run view, nor the environment, names the bug."""
+    """No string a detector can reach from the run view, nor the environment, names the bug;
+    and the buggy run and its disarmed twin show the same plant to code in their process."""
     cfg = compose_run(short_runs(bug, setting).buggy(setting))
     trainer = Trainer(cfg, bug).build()
     names = names_of(bug)
@@ -156,14 +165,56 @@ def check_blind(bug: Bug, setting: Setting) -> str:
                     if any(n in k or n in v for n in names))
     if leaks:
         raise BugCheckError(f"a detector can read the bug's name: {leaks[:5]}")
-    return "nothing a detector can read names the bug"
+    buggy, twin = plant_evidence(trainer), plant_evidence(Trainer(cfg, bug, armed=False).build())
+    if not bug.patches_only:  # its control runs without the plant: only the label must match
+        buggy.pop("patches"), twin.pop("patches")
+    if buggy != twin:
+        differs = sorted(k for k in buggy if buggy[k] != twin.get(k))
+        raise BugCheckError(f"the buggy run and its control differ in what code in their "
+                            f"process can read: {differs}")
+    return ("nothing a detector can read names the bug, and its control shows the same "
+            + ("plant" if bug.patches_only else "label"))
+
+
+def plant_evidence(trainer: Trainer, limit: int = 200_000) -> dict:
+    """What code in a run's process can read of the plant from the Trainer (which the garbage
+    collector finds, and whose configuration a caller's frame holds): its bug, its
+    configuration's bug, scenario and onset, and every patched method reachable from it, with
+    its replacement's globals, closure and code (file and name)."""
+    patches, seen, todo = [], set(), [trainer]
+    with warnings.catch_warnings():  # the walk touches deprecated attributes of torch modules
+        warnings.simplefilter("ignore")
+        _walk(todo, seen, patches, limit)
+    cfg = trainer.cfg
+    return {"bug": getattr(trainer.bug, "id", None), "config_bug": str(cfg.get("bug")),
+            "scenario": cfg.get("scenario"), "onset": trainer.onset,
+            "patches": sorted(patches, key=str)}
+
+
+def _walk(todo: list, seen: set, patches: list, limit: int) -> None:
+    """Every object reachable from ``todo`` (up to ``limit``), noting each Patch met."""
+    while todo and len(seen) < limit:
+        obj = todo.pop()
+        if id(obj) in seen or isinstance(obj, type | types.ModuleType):
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, Patch):
+            replacement = obj.replacement
+            planted = replacement.__globals__.get("BUG")
+            patches.append((obj.__name__, getattr(planted, "id", None),
+                            Path(replacement.__code__.co_filename).name,
+                            replacement.__code__.co_name,
+                            tuple(type(c.cell_contents).__name__
+                                  for c in replacement.__closure__ or ()),
+                            obj.clock.onset if obj.clock else None))
+        todo.extend(gc.get_referents(obj))
 
 
 def check_validate(bug: Bug, setting: Setting) -> str:
     """The symptom metric moves the declared way on quick settings (a latent scenario, which
     shows none in its setting, says why instead)."""
-    if setting.latent:
-        return f"not required: the scenario is latent ({setting.latent})"
+    if setting.unproven:
+        return f"not required: the scenario is unproven ({setting.unproven})"
     metric, direction = bug.check.metric, bug.check.direction
     quick = [*QUICK_OVERRIDES, "harness.device=cpu"]
     buggy = [measure_symptom([*setting.buggy, *quick], s, metric, direction) for s in QUICK_SEEDS]

@@ -167,15 +167,15 @@ def catalogue(p: Pass) -> None:
             f"(`{CPU_REFERENCE}`). `shows` is a sign check on one seed (the buggy run moved the "
             "declared way), not a test: `precision.md`, `device_mismatch.md` and "
             "`data_time.md` test the bugs whose behaviour depends on the device over 5 seeds. "
-            "A latent scenario is one whose symptom the CPU runs did not prove at 5 seeds, so "
+            "An unproven scenario is one whose symptom the CPU runs did not prove, so "
             "its sign on one seed is noise.")
     summary = (f"**Of {len(compared)} buggy scenarios, the sign check agrees between CUDA and "
                f"the CPU for {counts.get('same', 0)} and differs for {len(differ)} "
-               f"({int(differ['latent'].sum())} of them latent); "
+               f"({int(differ['unproven'].sum())} of them unproven); "
                f"{counts.get('needs CUDA', 0)} need CUDA and have no CPU run; "
                f"{counts.get('needs two runs', 0)} have a symptom that one run cannot show "
                "(two runs of a seed that differ).**")
-    columns = ["scenario", "latent", "metric", "direction", "cpu_buggy", "cpu_control",
+    columns = ["scenario", "unproven", "metric", "direction", "cpu_buggy", "cpu_control",
                "cpu_shows", "cuda_buggy", "cuda_control", "cuda_shows", "cpu_outcome",
                "cuda_outcome"]
     sections = [summary, "", "## Where CUDA and the CPU differ", "",
@@ -221,7 +221,7 @@ def beside_cpu(cuda: pd.DataFrame, cpu: pd.DataFrame) -> pd.DataFrame:
                                     values=["buggy", "control", "shows", "outcome"])
     both.columns = [f"{platform_name}_{quantity}" for quantity, platform_name in both.columns]
     both = both.reset_index().dropna(subset=["cuda_outcome"])
-    both.insert(1, "latent", [bool(get_scenario(s).latent) for s in both["scenario"]])
+    both.insert(1, "unproven", [bool(get_scenario(s).unproven) for s in both["scenario"]])
     both["agreement"] = [
         "needs two runs" if r.direction == "varies" else "needs CUDA" if pd.isna(r.cpu_outcome)
         else "same" if r.cpu_shows == r.cuda_shows else "differs" for r in both.itertuples()]

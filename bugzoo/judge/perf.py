@@ -44,8 +44,8 @@ from bugzoo.harness.sweep import (
 )
 from bugzoo.harness.twin import twin_for
 from bugzoo.harness.watch import call_all, observer, run_view, watches_for
+from bugzoo.judge.outcomes import suite_members
 from bugzoo.judge.overfit import overfit_single_batch
-from bugzoo.judge.scoring import suite_members
 from bugzoo.judge.tables import markdown
 from bugzoo.models import BUILTIN, MODELS
 from bugzoo.train import Trainer
@@ -122,9 +122,12 @@ class LoopVariant:
             t.step += 1
             self.times.append(time.perf_counter() - t0)
 
-    def close(self) -> None:
+    def close(self) -> float:
+        """Tear the detectors down; returns how long that took (s)."""
+        t0 = time.perf_counter()
         with torch.autograd.set_detect_anomaly(*self.anomaly), budget_scope():  # as they left it
             call_all(self.watches, "teardown")
+        return time.perf_counter() - t0
 
 
 def time_pair(model: str, variant: str, detectors: list[str] | None, blocks: int = 15,
@@ -140,7 +143,9 @@ def time_pair(model: str, variant: str, detectors: list[str] | None, blocks: int
     the ratios by 0.1-0.3. ``median_x`` is the ratio of median step times to the bare loop's;
     ``mean_x`` the ratio of means, which also counts work done on some steps only;
     ``setup_s`` the one-off cost of the detectors' ``setup`` (e.g. hashing the data splits)
-    and of a twin run, when one asks for it."""
+    and of a twin run, when one asks for it, ``teardown_s`` that of their ``teardown``;
+    ``paid_x`` what a user pays for a whole run on the model's defaults: (setup + steps x mean
+    step + teardown) over steps x the reference loop's mean step."""
     torch.manual_seed(0)
     bare = LoopVariant(model, against, [])
     watched = LoopVariant(model, "telemetry" if detectors is None else "detectors",
@@ -152,11 +157,14 @@ def time_pair(model: str, variant: str, detectors: list[str] | None, blocks: int
     for _ in range(blocks):
         bare.block(steps)
         watched.block(steps)
-    watched.close()
+    teardown_s = watched.close()
+    run_steps = int(compose_run([f"model={model}"]).harness.steps)
+    mean_watched, mean_bare = statistics.mean(watched.times), statistics.mean(bare.times)
+    paid = (watched.setup_s + teardown_s + run_steps * mean_watched) / (run_steps * mean_bare)
     return {"model": model, "variant": variant,
             "median_x": round(statistics.median(watched.times) / statistics.median(bare.times), 3),
-            "mean_x": round(statistics.mean(watched.times) / statistics.mean(bare.times), 3),
-            "setup_s": round(watched.setup_s, 3),
+            "mean_x": round(mean_watched / mean_bare, 3), "paid_x": round(paid, 3),
+            "setup_s": round(watched.setup_s, 3), "teardown_s": round(teardown_s, 4),
             "step_ms": round(1000 * statistics.median(watched.times), 2),
             "bare_ms": round(1000 * statistics.median(bare.times), 2)}
 
@@ -197,7 +205,8 @@ def overhead(models: list[str], detectors: list[str], workers: int = 1, blocks: 
     for model in models:
         bare_ms = [measured[model, v]["bare_ms"] for v in variants]
         rows.append({"model": model, "variant": "bare", "median_x": 1.0, "mean_x": 1.0,
-                     "setup_s": 0.0, "step_ms": round(statistics.median(bare_ms), 2)})
+                     "paid_x": 1.0, "setup_s": 0.0, "teardown_s": 0.0,
+                     "step_ms": round(statistics.median(bare_ms), 2)})
         rows += [{k: v for k, v in measured[model, name].items() if k != "bare_ms"}
                  for name in variants]
     return pd.DataFrame(rows)

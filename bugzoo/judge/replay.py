@@ -25,7 +25,8 @@ from bugzoo.harness import store
 from bugzoo.harness.budget import budget_scope
 from bugzoo.harness.traceset import StoredRun, stored_runs
 from bugzoo.harness.watch import Watch, call_all, observer
-from bugzoo.judge.scoring import judge_run, write_boards
+from bugzoo.judge.outcomes import judge_run
+from bugzoo.judge.scoring import write_boards
 
 log = logging.getLogger(__name__)
 

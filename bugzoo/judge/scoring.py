@@ -1,298 +1,178 @@
-"""Score a sweep: per (detector, run) outcomes, then leaderboards that reward discrimination.
+"""Score a sweep: paired scores that reward discrimination only, with intervals over bugs.
 
-The outcome of one detector on one run is decided by its *first* alarm:
+Every buggy run is judged against its own matched control: its disarmed twin, trained with the
+same configuration and the same seeds (:mod:`bugzoo.judge.outcomes`). Over the same stretch,
+from the bug's onset on, a *hit* is an alarm on the buggy run with none before the onset, and a
+*control alarm* the same on its twin. Before the onset the two runs are one and the same, so an
+early alarm scores nothing either way.
 
-* clean run (a control or a healthy variant): ``false_alarm`` or ``quiet``;
-* buggy run whose bug starts at step ``onset``: ``early`` (first alarm before the onset, when
-  the run was still identical to its clean control: a false alarm on that run), ``hit`` (at or
-  after the onset) or ``miss`` (no alarm).
+The primary **score** is the macro-averaged paired Youden's J: per bug, the mean over its runs
+of (hit) minus (control alarm); then the mean over bugs, so that a bug counts once however many
+scenarios it has. A detector that detects nothing (a constant, a coin, one that reads the run's
+settings, one that reads the bug's label in its twin as well) alarms alike on both runs of a
+pair, and scores 0. **recall** and the **matched false-alarm rate** are the two halves, over
+the pairs where the detector was quiet before the onset. The **healthy false-alarm rate** is
+the share of healthy variants' runs with an alarm, a column of its own: a detector over
+``HEALTHY_LIMIT`` there is flagged.
 
-The primary score is Youden's J, **recall minus the matched false-alarm rate**:
-
-* recall = hits / (hits + misses): the share of buggy runs caught, among those where the
-  detector was still quiet when the bug began (an early run is a false alarm, not a chance to
-  catch the bug);
-* the matched false-alarm rate holds each judged buggy run against the clean runs over the same
-  stretch: for a run with onset k, the share of clean runs, quiet before step k, that alarm at
-  step k or later. For onset 0 that is the plain false-alarm rate on clean runs.
-
-A detector that knows nothing about the bug alarms as often on clean runs as on buggy ones over
-any stretch, so its J is 0 whatever it does: alarm at step 0 of every run, at step 150, never,
-or at random. Sorting by J ranks detectors by how well they tell buggy runs from clean ones.
-
-Rates carry exact (Clopper-Pearson) 95% intervals; J, medians and means carry 95% percentile
-bootstrap intervals (buggy and clean runs resampled apart). Loud bugs (crash, hang) and latent
-ones (no outcome symptom in their setting) are scored apart from silent ones.
+Intervals resample what generalises: bugs for the buggy side, clean scenarios for the healthy
+side (95% percentile bootstrap, ``BOOTSTRAP`` resamples). Where every cluster shows the same
+rate, 0 or 1, the bootstrap has nothing to vary, and the interval is the exact Clopper-Pearson
+interval over the clusters. Loud bugs (a crash, a hang) and unproven ones (no symptom proven
+in their setting) are scored apart.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from bugzoo import versions
-from bugzoo.detector_registry import DETECTORS, role_of
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
-from bugzoo.judge.stats import BOOTSTRAP, bootstrap, clopper_pearson
-from bugzoo.registry import OWN_DISTRIBUTION
+from bugzoo.judge.outcomes import one_release, outcomes, with_suites
+from bugzoo.judge.stats import BOOTSTRAP, clopper_pearson
 
 log = logging.getLogger(__name__)
 
-# Suites count a run as caught by the first alarm of any member: bugzoo's own detectors of
-# these roles (baselines and outside plug-ins are never members).
-SUITES = {"suite: built-ins": ("heuristic",), "suite: built-ins + tools": ("heuristic", "tool")}
+HEALTHY_LIMIT = 0.05  # a healthy false-alarm rate above this is flagged on the board
 OVERHEAD_FILE = "overhead.csv"
 
 
-# ----------------------------------------------------------------------------- outcomes
-def _onset_time(elapsed: pd.Series, onset: int) -> float:
-    """Seconds into the run when step ``onset`` began."""
-    return float(elapsed.get(onset - 1, 0.0)) if onset > 0 else 0.0
-
-
-def _identity(name: str, status: dict) -> dict:
-    """Role and source of a detector: as the run recorded them, else as installed now."""
-    if "role" in status:
-        return {"role": status["role"], "distribution": status["distribution"],
-                "version": status["version"]}
-    if name in DETECTORS:
-        distribution, version = DETECTORS.provider(name)
-        return {"role": role_of(name), "distribution": distribution, "version": version}
-    return {"role": "heuristic", "distribution": "unknown", "version": ""}
-
-
-def run_outcomes(path: Path) -> list[dict]:
-    """One row per detector that watched the run stored at ``path``."""
-    summary = store.read_summary(path)
-    alarms = store.read_alarms(path)
-    elapsed = pd.Series(dtype=float)
-    if not alarms.empty:
-        trace = store.read_trace(path)
-        if "elapsed_s" in trace.columns:
-            elapsed = trace.set_index("step")["elapsed_s"]
-    return judge_run(summary, alarms, elapsed)
-
-
-def judge_run(summary: dict, alarms: pd.DataFrame, elapsed: pd.Series) -> list[dict]:
-    """One row per detector in ``summary["detectors"]``: its outcome on the run that
-    ``summary`` describes, from its ``alarms`` (``store.ALARM_COLUMNS``); ``elapsed``: the
-    run's seconds at the end of each step, by step (empty: no delays in seconds)."""
-    clean = not summary.get("bug")
-    onset = int(summary.get("onset") or 0)
-    # the symptom's first step, where a practitioner can first see it: the first step whose
-    # loss or gradients hold a non-finite value (None for runs that stay finite)
-    symptom = summary.get("first_nonfinite_step")
-    rows = []
-    for name, status in (summary.get("detectors") or {}).items():
-        mine = alarms[alarms["detector"] == name].sort_values("step", kind="stable")
-        first = mine.iloc[0] if len(mine) else None
-        step = int(first["step"]) if first is not None else None
-        if clean:
-            outcome = "quiet" if first is None else "false_alarm"
-        elif first is None:
-            outcome = "miss"
-        else:
-            outcome = "hit" if step >= onset else "early"
-        hit = outcome == "hit"
-        rows.append({
-            "detector": name, **_identity(name, status), "scenario": summary["scenario"],
-            "model": summary.get("model"), "seed": summary["seed"], "bug": summary.get("bug"),
-            "category": summary.get("category"), "loud": bool(summary.get("loud")),
-            "latent": bool(summary.get("latent")), "clean": clean, "onset": onset,
-            "run_outcome": summary.get("outcome"),
-            "outcome": outcome, "alarm_step": step,
-            "alarm_category": first["category"] if first is not None else None,
-            "delay_steps": step - onset if hit else None,
-            "delay_after_symptom_steps": step - symptom if hit and symptom is not None else None,
-            "delay_s": (float(elapsed.get(step, math.nan)) - _onset_time(elapsed, onset))
-            if hit and len(elapsed) else None,
-            "diagnosed": (first["category"] == summary.get("category")) if hit else None,
-            "detector_error": status.get("error"),
-        })
-    return rows
-
-
-def outcomes(sweep_dir: Path) -> pd.DataFrame:
-    """Per (detector, run) outcomes of every complete run in a sweep folder."""
-    rows = [row for path in store.iter_runs(sweep_dir) for row in run_outcomes(path)]
-    if not rows:
-        raise UsageError(f"no complete runs under {sweep_dir}")
-    return pd.DataFrame(rows)
-
-
-# ----------------------------------------------------------------------------- suites
-def silent(table: pd.DataFrame) -> pd.DataFrame:
-    """Clean runs and silent buggy runs: loud bugs (a crash, a hang) and latent ones (no
-    outcome symptom in their setting) are scored apart."""
-    return table[~table["loud"] & ~table["latent"]]
-
-
-def false_alarm_rates(table: pd.DataFrame) -> dict[str, float]:
-    """Each detector's share of clean runs with an alarm (ties between suite members)."""
-    clean = table[table["clean"]]
-    return (clean["outcome"] == "false_alarm").groupby(clean["detector"]).mean().to_dict()
-
-
-def suite_outcomes(table: pd.DataFrame, name: str, members: set[str]) -> pd.DataFrame:
-    """A suite as one detector: per run, the first alarm of any member counts. Its diagnosis
-    is the category of the member that alarmed first; members alarming at the same step are
-    ranked by their false-alarm rate on this sweep's clean runs (the one that cries wolf least
-    is trusted most), then by name."""
-    fa = false_alarm_rates(table)
-    rows = []
-    for _, g in table[table["detector"].isin(members)].groupby(["scenario", "seed"]):
-        alarmed = g.dropna(subset=["alarm_step"]).assign(
-            rank=lambda d: d["detector"].map(lambda n: fa.get(n, 0.0)))
-        first = alarmed.sort_values(["alarm_step", "rank", "detector"])
-        row = (first.iloc[0] if len(first) else g.iloc[0]).to_dict()
-        row.pop("rank", None)
-        if row["clean"]:
-            row["outcome"] = "false_alarm" if len(first) else "quiet"
-        row.update(detector=name, role="suite", distribution=OWN_DISTRIBUTION,
-                   version=g["version"].iloc[0],
-                   detector_error=None if g["detector_error"].isna().all() else "member error")
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def form_suites(identities: dict[str, tuple[str, str]]) -> dict[str, list[str]]:
-    """The suites that detectors given as ``name -> (role, distribution)`` form: for each of
-    ``SUITES``, bugzoo's own detectors of its roles, when there are two or more of them and they
-    are not the members of a suite already formed."""
-    suites: dict[str, list[str]] = {}
-    for name, roles in SUITES.items():
-        members = sorted(d for d, (role, dist) in identities.items()
-                         if dist == OWN_DISTRIBUTION and role in roles)
-        if len(members) > 1 and members not in suites.values():
-            suites[name] = members
-    return suites
-
-
-def suite_members(detectors: list[str]) -> dict[str, list[str]]:
-    """The suites that installed ``detectors`` form (see :func:`form_suites`)."""
-    return form_suites({d: (role_of(d), DETECTORS.provider(d)[0]) for d in detectors})
-
-
-def with_suites(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` plus a row per run for each suite its detectors form."""
-    identities = table.groupby("detector")[["role", "distribution"]].first()
-    suites = form_suites({d: (r.role, r.distribution) for d, r in identities.iterrows()})
-    return pd.concat([table, *(suite_outcomes(table, name, set(members))
-                               for name, members in suites.items())], ignore_index=True)
-
-
-# ----------------------------------------------------------------------------- the score
-def _clean_rates(first: np.ndarray, onsets: np.ndarray) -> np.ndarray:
-    """For each onset k: the share of clean runs quiet before k that alarm at k or later.
-
-    ``first`` holds each clean run's first alarm step (inf: none). A k before which every
-    clean run alarmed gives 1 (no clean run left to compare with counts against the detector).
-    """
-    quiet = first[None, :] >= onsets[:, None]
-    alarmed = quiet & np.isfinite(first)[None, :]
-    counts = quiet.sum(1)
-    return np.where(counts > 0, alarmed.sum(1) / np.maximum(counts, 1), 1.0)
-
-
-def discrimination(g: pd.DataFrame, seed: int = 0) -> dict:
-    """Recall, false-alarm rates and the score (Youden's J) of one detector's silent runs."""
-    clean, buggy = g[g["clean"]], g[~g["clean"]]
-    first = clean["alarm_step"].fillna(np.inf).to_numpy(dtype=float)
-    judged = buggy[buggy["outcome"].isin(["hit", "miss"])]
-    hits, misses = int((judged["outcome"] == "hit").sum()), int((judged["outcome"] == "miss").sum())
-    false_alarms = int((clean["outcome"] == "false_alarm").sum())
-    ks, where = np.unique(judged["onset"].to_numpy(dtype=float), return_inverse=True)
-    weights = np.bincount(where, minlength=len(ks)) if len(judged) else np.zeros(0)
-    matched = (float(weights @ _clean_rates(first, ks) / weights.sum())
-               if len(judged) and len(clean) else math.nan)
-    recall = clopper_pearson(hits, hits + misses)
-    score = recall[0] - matched
-    row = {"buggy_runs": len(buggy), "clean_runs": len(clean), "hits": hits, "misses": misses,
-           "early": int((buggy["outcome"] == "early").sum()), "false_alarms": false_alarms,
-           "score": score, **_interval("score", _score_bootstrap(buggy, first, seed)),
-           "recall": recall[0], "recall_lo": recall[1], "recall_hi": recall[2]}
-    fa = clopper_pearson(false_alarms, len(clean))
-    row.update(false_alarm_rate=fa[0], false_alarm_rate_lo=fa[1], false_alarm_rate_hi=fa[2],
-               matched_false_alarm_rate=matched)
-    return row
-
-
-def _interval(name: str, draws: np.ndarray) -> dict:
-    draws = draws[np.isfinite(draws)]
-    if len(draws) == 0:
-        return {f"{name}_lo": math.nan, f"{name}_hi": math.nan}
-    lo, hi = np.percentile(draws, [2.5, 97.5])
-    return {f"{name}_lo": float(lo), f"{name}_hi": float(hi)}
-
-
-def _score_bootstrap(buggy: pd.DataFrame, first: np.ndarray, seed: int) -> np.ndarray:
-    """Bootstrap draws of J: buggy runs and clean runs resampled apart, with replacement."""
-    if buggy.empty or len(first) == 0:
-        return np.array([])
+# ----------------------------------------------------------------------------- intervals
+def cluster_interval(values: np.ndarray, stat: Callable = np.mean, rate: bool = False,
+                     seed: int = 0) -> tuple[float, float, float]:
+    """``stat`` of per-cluster ``values`` with its 95% percentile-bootstrap interval over the
+    clusters. For a ``rate`` that every cluster has at 0 (or 1), the exact Clopper-Pearson
+    interval over the clusters instead (a bootstrap would say [0, 0])."""
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    if len(x) == 0:
+        return math.nan, math.nan, math.nan
+    if rate and (np.all(x == 0) or np.all(x == 1)):
+        return clopper_pearson(int(x.sum()), len(x))
     rng = np.random.default_rng(seed)
-    outcome = buggy["outcome"].to_numpy()
-    judged, hit = np.isin(outcome, ["hit", "miss"]), outcome == "hit"
-    ks, where = np.unique(buggy["onset"].to_numpy(dtype=float), return_inverse=True)
-    at = np.eye(len(ks), dtype=bool)[where].T & judged  # [K, buggy]: judged run with onset k
-    quiet = first[None, :] >= ks[:, None]  # [K, clean]
-    alarmed = quiet & np.isfinite(first)[None, :]
-    pick_b = rng.integers(0, len(outcome), size=(BOOTSTRAP, len(outcome)))
-    pick_c = rng.integers(0, len(first), size=(BOOTSTRAP, len(first)))
-    n_at = at[:, pick_b].sum(-1)  # [K, B]
-    n_quiet, n_alarmed = quiet[:, pick_c].sum(-1), alarmed[:, pick_c].sum(-1)
-    rates = np.where(n_quiet > 0, n_alarmed / np.maximum(n_quiet, 1), 1.0)
-    n_judged = n_at.sum(0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        recall = hit[pick_b].sum(-1) / n_judged
-        matched = (n_at * rates).sum(0) / n_judged
-    return recall - matched
+    draws = stat(x[rng.integers(0, len(x), size=(BOOTSTRAP, len(x)))], axis=1)
+    lo, hi = np.percentile(draws, [2.5, 97.5])
+    return float(stat(x)), float(lo), float(hi)
 
 
-# ----------------------------------------------------------------------------- boards
-def _rate(name: str, k: int, n: int) -> dict:
-    p, lo, hi = clopper_pearson(k, n)
-    return {name: p, f"{name}_lo": lo, f"{name}_hi": hi}
+def pooled_interval(groups: list[np.ndarray], stat: Callable = np.median,
+                    seed: int = 0) -> tuple[float, float, float]:
+    """``stat`` of the values of every group, with its 95% interval from resampling groups
+    (bugs), each bringing all its values."""
+    groups = [np.asarray(g, dtype=float) for g in groups]
+    groups = [g[np.isfinite(g)] for g in groups]
+    groups = [g for g in groups if len(g)]
+    if not groups:
+        return math.nan, math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    draws = [stat(np.concatenate([groups[i] for i in pick]))
+             for pick in rng.integers(0, len(groups), size=(BOOTSTRAP, len(groups)))]
+    lo, hi = np.percentile(draws, [2.5, 97.5])
+    return float(stat(np.concatenate(groups))), float(lo), float(hi)
 
 
-def _median(name: str, values: pd.Series) -> dict:
-    value, lo, hi = bootstrap(values.dropna().astype(float))
-    return {name: value, f"{name}_lo": lo, f"{name}_hi": hi}
+def _columns(name: str, value: tuple[float, float, float]) -> dict:
+    return {name: value[0], f"{name}_lo": value[1], f"{name}_hi": value[2]}
 
 
-def _summarize(g: pd.DataFrame) -> dict:
-    """Every figure of one detector's (or one detector x category's) silent runs."""
-    row = discrimination(g)
-    hits = g[g["outcome"] == "hit"]
-    flagged = row["hits"] + row["early"] + row["false_alarms"]
-    row.update(
-        detector_errors=int(g["detector_error"].notna().sum()),
-        **_rate("diagnosis_accuracy", int(hits["diagnosed"].fillna(False).astype(bool).sum()),
-                len(hits)),
-        **_median("median_delay_steps", hits.loc[hits["onset"] == 0, "delay_steps"]),
-        **_median("median_delay_steps_midrun", hits.loc[hits["onset"] > 0, "delay_steps"]),
-        **_median("median_delay_s_midrun", hits.loc[hits["onset"] > 0, "delay_s"]),
-        precision=row["hits"] / flagged if flagged else math.nan)
-    return row
+# ----------------------------------------------------------------------------- pairs
+def silent(table: pd.DataFrame) -> pd.DataFrame:
+    """Runs of silent bugs (with their controls) and of healthy variants: loud bugs and
+    unproven scenarios are scored apart."""
+    return table[~table["loud"] & ~table["unproven"]]
+
+
+def pairs(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per (detector, buggy run) with its control's outcome: ``hit`` and
+    ``control_alarm`` (each 0 or 1, nothing before the onset), ``judged`` (quiet before the
+    onset on both) and ``value`` (hit minus control alarm). A buggy run without a control
+    is left out, and counted in ``unpaired``."""
+    keys = ["detector", "scenario", "seed"]
+    buggy = table[table["run_role"] == "buggy"]
+    control = table[table["run_role"] == "control"][[*keys, "outcome"]].rename(
+        columns={"outcome": "control_outcome"})
+    paired = buggy.merge(control, on=keys, how="inner")
+    judged = (paired["outcome"] != "early") & (paired["control_outcome"] != "early")
+    hit = (paired["outcome"] == "hit") & judged
+    alarm = (paired["control_outcome"] == "false_alarm") & judged
+    return paired.assign(judged=judged, hit=hit.astype(int), control_alarm=alarm.astype(int),
+                         value=hit.astype(int) - alarm.astype(int))
+
+
+def paired_scores(p: pd.DataFrame) -> dict:
+    """The macro-averaged paired score, recall and matched false-alarm rate of one detector's
+    pairs, each with its interval over bugs, and the run-level counts beside them."""
+    per_bug = p.groupby("bug").agg(value=("value", "mean"), judged=("judged", "sum"))
+    judged = p[p["judged"]]
+    rates = judged.groupby("bug").agg(recall=("hit", "mean"), fa=("control_alarm", "mean"))
+    hits = int(judged["hit"].sum())
+    return {
+        "bugs": len(per_bug), "pairs": len(p), "hits": hits, "misses": len(judged) - hits,
+        "early": int((p["outcome"] == "early").sum()),
+        "control_alarms": int(judged["control_alarm"].sum()),
+        **_columns("score", cluster_interval(per_bug["value"].to_numpy())),
+        **_columns("recall", cluster_interval(rates["recall"].to_numpy(), rate=True)),
+        **_columns("matched_false_alarm_rate", cluster_interval(rates["fa"].to_numpy(),
+                                                                rate=True)),
+        "recall_runs": hits / len(judged) if len(judged) else math.nan,
+    }
+
+
+def healthy_rate(clean: pd.DataFrame) -> dict:
+    """The share of healthy variants' runs with an alarm, averaged over scenarios, with its
+    interval over scenarios."""
+    per_scenario = (clean["outcome"] == "false_alarm").groupby(clean["scenario"]).mean()
+    value = cluster_interval(per_scenario.to_numpy(), rate=True)
+    return {"clean_runs": len(clean), "false_alarms": int((clean["outcome"] == "false_alarm").sum()),
+            **_columns("healthy_false_alarm_rate", value),
+            "flag": (f"healthy false alarms > {HEALTHY_LIMIT:g}"
+                     if value[0] > HEALTHY_LIMIT else "")}
+
+
+def _delays(hits: pd.DataFrame, column: str) -> tuple[float, float, float]:
+    return pooled_interval([g[column].to_numpy(dtype=float) for _, g in hits.groupby("bug")])
+
+
+def detector_row(g: pd.DataFrame) -> dict:
+    """Every figure of one detector over silent pairs and healthy runs."""
+    p = pairs(g)
+    hits = p[p["hit"] == 1]
+    diagnosed = hits.groupby("bug")["diagnosed"].apply(lambda d: d.fillna(False).mean())
+    alarmed = p["hit"].sum() + p["control_alarm"].sum()
+    clean = g[g["run_role"] == "clean"]
+    return {
+        **paired_scores(p), **healthy_rate(clean),
+        "unpaired": int((g["run_role"] == "buggy").sum()) - len(p),
+        "detector_errors": int(g["detector_error"].notna().sum()),
+        **_columns("diagnosis_accuracy", cluster_interval(diagnosed.to_numpy(), rate=True)),
+        **_columns("median_delay_steps", _delays(hits[hits["onset"] == 0], "delay_steps")),
+        **_columns("median_delay_steps_midrun", _delays(hits[hits["onset"] > 0], "delay_steps")),
+        # among the alarms inside the pairs' windows, the share on buggy runs (this mix only)
+        "precision": p["hit"].sum() / alarmed if alarmed else math.nan,
+    }
 
 
 def _identity_columns(g: pd.DataFrame) -> dict:
     first = g.iloc[0]
-    return {"role": first["role"],
+    return {"role": first["role"], "scope": first["scope"],
             "source": f"{first['distribution']} {first['version']}".strip()}
 
 
 def run_overhead(table: pd.DataFrame, overhead: pd.DataFrame | None) -> dict[str, float]:
-    """Each detector's (and suite's) step-time ratio to the same loop without it, averaged over
-    models weighted by how many of its runs each model had; measured by ``bugzoo bench`` in
-    interleaved blocks (``overhead.csv``), not inside the shared runs."""
+    """Each detector's (and suite's) overhead as a user pays it (``overhead.csv``'s
+    ``paid_x``: a whole run's time with it over the bare loop's), averaged over models weighted
+    by how many of its runs each model had."""
     if overhead is None or overhead.empty:
         return {}
-    ratio = overhead.set_index(["variant", "model"])["median_x"]
+    column = "paid_x" if "paid_x" in overhead else "median_x"
+    ratio = overhead.set_index(["variant", "model"])[column]
     found = {}
     for name, g in table.groupby("detector"):
         runs = g.groupby(["model"]).size()
@@ -303,10 +183,10 @@ def run_overhead(table: pd.DataFrame, overhead: pd.DataFrame | None) -> dict[str
 
 
 def leaderboard(table: pd.DataFrame, overhead: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per detector and suite over silent-bug and clean runs, best score first."""
+    """One row per detector and suite over silent pairs and healthy runs, best score first."""
     scored = silent(with_suites(table))
     paid = run_overhead(scored, overhead)
-    rows = [{"detector": d, **_identity_columns(g), **_summarize(g),
+    rows = [{"detector": d, **_identity_columns(g), **detector_row(g),
              "overhead": paid.get(d, math.nan)} for d, g in scored.groupby("detector")]
     board = pd.DataFrame(rows)
     if board.empty:
@@ -315,46 +195,71 @@ def leaderboard(table: pd.DataFrame, overhead: pd.DataFrame | None = None) -> pd
                              na_position="last", ignore_index=True)
 
 
+APART_COLUMNS = ["detector", "runs", "pairs", "early", "score", "score_lo", "score_hi", "recall",
+                 "recall_lo", "recall_hi", "median_delay_steps", "median_delay_steps_lo",
+                 "median_delay_steps_hi"]
+CATEGORY_COLUMNS = ["detector", "category", "bugs", "pairs", "early", "score", "score_lo",
+                    "score_hi", "recall", "recall_lo", "recall_hi", "diagnosis_accuracy",
+                    "diagnosis_accuracy_lo", "diagnosis_accuracy_hi"]
+
+
 def apart_board(table: pd.DataFrame, kind: str) -> pd.DataFrame:
-    """One row per detector over the runs of ``kind`` bugs, ``loud`` (crashes and hangs: how
-    many it saw coming) or ``latent`` (no outcome symptom here: how many it flagged anyway)."""
-    runs = table[table[kind] & ~table["clean"]]
+    """One row per detector over the pairs of ``kind`` bugs, ``loud`` (crashes and hangs: did it
+    see them coming) or ``unproven`` (no symptom proven here: how often it flagged them)."""
+    runs = with_suites(table)
+    runs = runs[runs[kind] & (runs["run_role"] != "clean")]
     rows = []
     for d, g in runs.groupby("detector"):
-        judged = g[g["outcome"].isin(["hit", "miss"])]
-        hits = g[g["outcome"] == "hit"]
-        rows.append({"detector": d, "runs": len(g), "early": int((g["outcome"] == "early").sum()),
-                     **_rate("recall", len(hits), len(judged)),
-                     **_median("median_delay_steps", hits["delay_steps"]),
-                     **_median("median_delay_after_symptom_steps",
-                               hits["delay_after_symptom_steps"])})
-    return pd.DataFrame(rows)
+        p = pairs(g)
+        hits = p[p["hit"] == 1]
+        rows.append({"detector": d, "runs": int((g["run_role"] == "buggy").sum()),
+                     **{k: v for k, v in paired_scores(p).items()
+                        if k.startswith(("score", "recall", "early", "pairs"))},
+                     **_columns("median_delay_steps", _delays(hits, "delay_steps"))})
+    return pd.DataFrame(rows, columns=APART_COLUMNS)
+
+
+def unproven_effects(table: pd.DataFrame) -> pd.DataFrame:
+    """Per unproven scenario, its bug's declared symptom on the buggy runs against their twins:
+    the median of the paired differences (buggy minus control) with its bootstrap interval."""
+    runs = table[table["unproven"]].drop_duplicates(["scenario", "seed", "run_role"])
+    values = runs.pivot_table(index=["scenario", "seed"], columns="run_role",
+                              values="symptom_value", aggfunc="first")
+    rows = []
+    for scenario, g in values.groupby(level="scenario"):
+        if not {"buggy", "control"} <= set(g.columns):
+            continue
+        diff = (g["buggy"].astype(float) - g["control"].astype(float)).dropna().to_numpy()
+        median, lo, hi = cluster_interval(diff, stat=np.median)
+        rows.append({"scenario": scenario, "seeds": len(diff), "effect": median,
+                     "effect_lo": lo, "effect_hi": hi})
+    return pd.DataFrame(rows, columns=["scenario", "seeds", "effect", "effect_lo", "effect_hi"])
 
 
 def category_board(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per (detector or suite, bug category) over silent buggy runs: recall, early
-    alarms, diagnosis and delay (the score needs clean runs, which have no category)."""
+    """One row per (detector or suite, bug category) over silent pairs: the paired score,
+    recall, early alarms and diagnosis, macro-averaged over the category's bugs."""
     scored = silent(with_suites(table))
-    buggy = scored[~scored["clean"]]
     rows = []
-    for (d, c), g in buggy.groupby(["detector", "category"]):
-        hits = g[g["outcome"] == "hit"]
-        judged = g[g["outcome"].isin(["hit", "miss"])]
-        rows.append({"detector": d, "category": c, "runs": len(g),
-                     "early": int((g["outcome"] == "early").sum()),
-                     **_rate("recall", len(hits), len(judged)),
-                     **_rate("diagnosis_accuracy",
-                             int(hits["diagnosed"].fillna(False).astype(bool).sum()), len(hits)),
-                     **_median("median_delay_steps", hits["delay_steps"]),
-                     **_median("median_delay_after_symptom_steps",
-                               hits["delay_after_symptom_steps"])})
-    return pd.DataFrame(rows)
+    for d, g in scored.groupby("detector"):
+        p = pairs(g)
+        for c, pc in p.groupby("category"):
+            hits = pc[pc["hit"] == 1]
+            diagnosed = hits.groupby("bug")["diagnosed"].apply(lambda x: x.fillna(False).mean())
+            scores = paired_scores(pc)
+            rows.append({"detector": d, "category": c, "bugs": scores["bugs"],
+                         "pairs": scores["pairs"], "early": scores["early"],
+                         **{k: scores[k] for k in ("score", "score_lo", "score_hi", "recall",
+                                                   "recall_lo", "recall_hi")},
+                         **_columns("diagnosis_accuracy",
+                                    cluster_interval(diagnosed.to_numpy(), rate=True))})
+    return pd.DataFrame(rows, columns=CATEGORY_COLUMNS)
 
 
 def bug_board(table: pd.DataFrame) -> pd.DataFrame:
     """One row per (bug, detector) over buggy runs: hits, runs and the median delay in steps
     (what the catalogue's bug pages show)."""
-    buggy = table[~table["clean"]]
+    buggy = table[table["run_role"] == "buggy"]
     columns = ["bug", "detector", "hits", "runs", "median_delay_steps"]
     if buggy.empty:
         return pd.DataFrame(columns=columns)
@@ -389,45 +294,62 @@ def markdown_table(board: pd.DataFrame, keys: list[str]) -> str:
     return "\n".join(lines)
 
 
-MAIN_KEYS = ["detector", "role", "score", "recall", "false_alarm_rate",
-             "matched_false_alarm_rate", "early", "diagnosis_accuracy", "median_delay_steps",
-             "median_delay_steps_midrun", "overhead", "precision"]
-CATEGORY_KEYS = ["detector", "category", "runs", "recall", "early", "diagnosis_accuracy",
-                 "median_delay_steps"]
-APART_KEYS = ["detector", "runs", "recall", "early", "median_delay_steps"]
+MAIN_KEYS = ["detector", "role", "score", "recall", "matched_false_alarm_rate",
+             "healthy_false_alarm_rate", "flag", "early", "diagnosis_accuracy",
+             "median_delay_steps", "median_delay_steps_midrun", "overhead"]
+COUNT_KEYS = ["detector", "bugs", "pairs", "hits", "misses", "early", "control_alarms",
+              "clean_runs", "false_alarms", "recall_runs", "unpaired", "detector_errors"]
+CATEGORY_KEYS = ["detector", "category", "bugs", "pairs", "score", "recall", "early",
+                 "diagnosis_accuracy"]
+APART_KEYS = ["detector", "runs", "score", "recall", "early", "median_delay_steps"]
+EFFECT_KEYS = ["scenario", "seeds", "effect"]
+
+EXPLANATION = (
+    "**score**: the macro-averaged paired Youden's J. Each buggy run is judged against its "
+    "matched control, its disarmed twin (the same configuration and seeds, the plant without "
+    "its effect), over the same stretch from the bug's onset: a hit (an alarm on the buggy run "
+    "from the onset on, none before) minus a control alarm (the same on the twin). Per bug the "
+    "mean over its runs, then the mean over bugs: a bug counts once, however many scenarios "
+    "it has. **recall** and **matched_false_alarm_rate**: the two halves, per bug over the "
+    "pairs quiet before the onset, then over bugs. **healthy_false_alarm_rate**: healthy "
+    "variants' runs with any alarm, per scenario, then over scenarios; above "
+    f"{HEALTHY_LIMIT:g} the detector is flagged. A detector that knows nothing of the bug "
+    "alarms alike on both runs of a pair and scores 0: see the baselines and the integrity "
+    "rows (`settings_reader` reads the run's settings, `trace_memoriser` the published dev "
+    "traces). **early**: pairs alarmed before the onset, where the two runs are still one. "
+    "Delays in steps after onset, for bugs present from step 0 and for bugs that start mid-run "
+    "apart. **overhead**: a whole run's time with the detector over the bare loop's (no "
+    "telemetry), setup, twin run and teardown included, per model (`overhead.csv`) and "
+    "averaged over the sweep's runs. Intervals: 95% percentile bootstrap over bugs (buggy "
+    "side) and over clean scenarios (healthy side); a rate that is 0 (or 1) for every cluster "
+    "gets the exact Clopper-Pearson interval over the clusters. Suites alarm at the first alarm "
+    "of any member; members naming different causes at that step make the diagnosis "
+    "ambiguous, which counts as wrong.")
 
 
-def render(board: pd.DataFrame, loud: pd.DataFrame, latent: pd.DataFrame,
-           categories: pd.DataFrame, command: str, versions: str) -> str:
-    mix = (f"{int(board['buggy_runs'].max())} silent buggy runs and "
-           f"{int(board['clean_runs'].max())} clean runs" if len(board) else "no runs")
-    sources = (markdown_table(board[["detector", "role", "source"]].sort_values("detector"),
-                              ["detector", "role", "source"]) if len(board) else "")
+def render(board: pd.DataFrame, loud: pd.DataFrame, unproven: pd.DataFrame,
+           effects: pd.DataFrame, categories: pd.DataFrame, command: str, stamp: str) -> str:
+    mix = (f"{int(board['bugs'].max())} silent bugs in {int(board['pairs'].max())} pairs of "
+           f"buggy and control runs, and {int(board['clean_runs'].max())} runs of healthy "
+           "variants" if len(board) else "no runs")
+    sources = (markdown_table(board[["detector", "role", "scope", "source"]]
+                              .sort_values("detector"), ["detector", "role", "scope", "source"])
+               if len(board) else "")
     parts = [
         "# Detector leaderboard", "",
-        f"Regenerate with `{command}`. Runs made with {versions}. Silent bugs and clean runs "
-        f"({mix}); loud and latent bugs apart.", "",
-        "**score** = recall - matched false-alarm rate (Youden's J), best first. **recall**: "
-        "hits / (hits + misses) over buggy runs where the detector was still quiet when the "
-        "bug began. **false_alarm_rate**: clean runs with any alarm. "
-        "**matched_false_alarm_rate**: each judged buggy run held against the clean runs over "
-        "the same stretch (clean runs quiet before its onset that alarm from it on); it equals "
-        "the false-alarm rate when every bug starts at step 0. A detector that knows nothing "
-        "of the bug scores 0 (see the baselines). **early**: buggy runs alarmed before their "
-        "onset (false alarms). Delays in steps after onset, for bugs present from step 0 and "
-        "for bugs that start mid-run apart. **overhead**: step time with the detector / "
-        "without it (telemetry on in both), measured in interleaved blocks on each model's "
-        "defaults and averaged over the sweep's runs (`overhead.csv`). **precision**: "
-        "hits / runs alarmed, at this sweep's mix of runs only. Rates: exact (Clopper-Pearson) "
-        "95% intervals; score, medians: 95% percentile-bootstrap intervals. Suites alarm at "
-        "the first alarm of any member; their diagnosis is that member's, ties going to the "
-        "member with the lowest false-alarm rate.", "",
+        f"Regenerate with `{command}`. {stamp}. Silent bugs and healthy variants ({mix}); "
+        "loud and unproven bugs apart.", "", EXPLANATION, "",
         markdown_table(board, MAIN_KEYS) if len(board) else "_no silent-bug runs_", "",
+        "## Run-level counts", "",
+        markdown_table(board, COUNT_KEYS) if len(board) else "", "",
         "## Detectors", "", sources, "",
         "## Loud bugs (crash or hang)", "",
         markdown_table(loud, APART_KEYS) if len(loud) else "_no loud-bug runs_", "",
-        "## Latent bugs (no outcome symptom in their setting)", "",
-        markdown_table(latent, APART_KEYS) if len(latent) else "_no latent-bug runs_", "",
+        "## Unproven bugs (no symptom proven in their setting)", "",
+        "Each scenario's declared symptom, buggy minus control, median over its seeds with a "
+        "95% percentile-bootstrap interval over seeds:", "",
+        markdown_table(effects, EFFECT_KEYS) if len(effects) else "_no unproven scenarios_", "",
+        markdown_table(unproven, APART_KEYS) if len(unproven) else "", "",
         "## Per bug category", "",
         markdown_table(categories, CATEGORY_KEYS) if len(categories) else "_no buggy runs_", "",
     ]
@@ -449,43 +371,49 @@ def score_sweep(sweep_dir: Path, publish: Path | None = None,
     overhead = read_overhead(sweep_dir)
     if beside is not None:
         table = with_rows_beside(table, outcomes(Path(beside)))
+        one_release(table, f"{sweep_dir} and {beside}")
         frames = [f for f in (overhead, read_overhead(Path(beside))) if f is not None]
         overhead = (pd.concat(frames).drop_duplicates(["variant", "model"])
                     if frames else None)
     text = write_boards(table, overhead, sweep_dir, command or f"bugzoo score {sweep_dir}",
                         [sweep_dir, *([Path(publish)] if publish else [])])
     table.to_csv(sweep_dir / "outcomes.csv", index=False)
+    if publish is not None and overhead is not None:
+        overhead.to_csv(Path(publish) / OVERHEAD_FILE, index=False)
     return text
 
 
 def with_rows_beside(table: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
-    """``table`` plus ``other``'s rows for the detectors ``table`` lacks, on the runs (scenario
-    and seed) ``table`` has: a tool swept on a subset, scored beside the reference sweep's
-    detectors on the same runs (a run is a function of its scenario and seed)."""
-    runs = table[["scenario", "seed"]].drop_duplicates()
+    """``table`` plus ``other``'s rows for the detectors ``table`` lacks, on the runs
+    (scenario, seed and role) ``table`` has: a tool swept on a subset, scored beside the
+    reference sweep's detectors on the same runs."""
+    runs = table[["scenario", "seed", "run_role"]].drop_duplicates()
     theirs = other[~other["detector"].isin(set(table["detector"]))]
-    return pd.concat([table, theirs.merge(runs, on=["scenario", "seed"])], ignore_index=True)
+    return pd.concat([table, theirs.merge(runs, on=["scenario", "seed", "run_role"])],
+                     ignore_index=True)
 
 
 def write_boards(table: pd.DataFrame, overhead: pd.DataFrame | None, made_in: Path,
                  command: str, folders: list[Path]) -> str:
     """Score the outcome ``table`` of runs made in the folder ``made_in`` (whose recorded
-    commands and versions the leaderboard names before ``command``); write leaderboard.md,
-    .csv and the other tables into each of ``folders``; return the Markdown."""
+    commands, versions and split the leaderboard names before ``command``); write
+    leaderboard.md, .csv and the other tables into each of ``folders``; return the Markdown."""
     board = leaderboard(table, overhead)
-    loud, latent = apart_board(table, "loud"), apart_board(table, "latent")
+    loud, unproven = apart_board(table, "loud"), apart_board(table, "unproven")
+    effects = unproven_effects(table)
     categories = category_board(table)
     if made_by := store.read_sweep_command(made_in):
         command = f"{made_by}` then `{command}"
-    made_with = store.read_sweep_versions(made_in)
-    text = render(board, loud, latent, categories, command,
-                  f"{made_with or 'unrecorded versions'} (scored with {versions()})")
+    stamp = store.sweep_stamp(made_in) or "Runs made with unrecorded versions"
+    text = render(board, loud, unproven, effects, categories, command,
+                  f"{stamp} (scored with {versions()})")
     for folder in folders:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "leaderboard.md").write_text(text)
         board.to_csv(folder / "leaderboard.csv", index=False)
         loud.to_csv(folder / "leaderboard_loud.csv", index=False)
-        latent.to_csv(folder / "leaderboard_latent.csv", index=False)
+        unproven.to_csv(folder / "leaderboard_unproven.csv", index=False)
+        effects.to_csv(folder / "unproven_effects.csv", index=False)
         categories.to_csv(folder / "leaderboard_categories.csv", index=False)
         bug_board(table).to_csv(folder / "leaderboard_bugs.csv", index=False)
     return text

@@ -20,7 +20,8 @@ from bugzoo import versions
 from bugzoo.bugs import ALL_MODELS, CATEGORIES, Bug, flat_id, list_bugs
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
-from bugzoo.judge.scoring import bug_board, outcomes
+from bugzoo.judge.outcomes import outcomes
+from bugzoo.judge.scoring import bug_board
 
 log = logging.getLogger(__name__)
 

@@ -55,7 +55,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -63,7 +63,8 @@ import pandas as pd
 
 from bugzoo.bugs import get_bug
 from bugzoo.harness.store import ALARM_COLUMNS
-from bugzoo.judge.scoring import judge_run, write_boards
+from bugzoo.judge.outcomes import judge_run
+from bugzoo.judge.scoring import write_boards
 from bugzoo.scenarios import get_scenario
 from bugzoo.teach.export import healthy_variants, render, render_clean, supported
 
@@ -78,11 +79,13 @@ CONTROL = "mlp-clean"
 
 @dataclass(frozen=True)
 class Script:
-    """One script to trace: ``scenario`` names it; ``bug`` is None for a clean script."""
+    """One script to trace: ``scenario`` names it; ``bug`` is None for a clean script, which
+    may be the fixed twin of buggy scripts (``controls``: their scenarios and bugs)."""
 
     scenario: str
     bug: str | None
     text: str  # with ``${SEED}`` where the seed goes
+    controls: tuple[tuple[str, str], ...] = ()
 
     def at(self, seed: int) -> str:
         return self.text.replace("${SEED}", str(seed))
@@ -111,6 +114,7 @@ def scripts(steps: int | None) -> list[Script]:
     change the settings of both its scripts), and the healthy variants."""
     buggy, clean = [], {_code(render_clean()): Script(CONTROL, None,
                                                       shortened(render_clean(), steps))}
+    controls: dict[str, list[tuple[str, str]]] = {}  # fixed code -> the buggy scripts it twins
     for scenario in supported():
         spec = get_scenario(scenario)
         if spec.model != "mlp":
@@ -119,11 +123,13 @@ def scripts(steps: int | None) -> list[Script]:
         buggy.append(Script(scenario, spec.bug, shortened(pair["buggy"], steps)))
         clean.setdefault(_code(pair["fixed"]), Script(f"{scenario}-control", None,
                                                        shortened(pair["fixed"], steps)))
+        controls.setdefault(_code(pair["fixed"]), []).append((scenario, spec.bug))
     for variant in healthy_variants("mlp"):
         text = render_clean(variant)
         clean.setdefault(_code(text), Script(f"mlp-clean-{variant}", None,
                                              shortened(text, steps)))
-    return buggy + list(clean.values())
+    return buggy + [replace(script, controls=tuple(controls.get(code, ())))
+                    for code, script in clean.items()]
 
 
 def _code(script: str) -> str:
@@ -198,19 +204,30 @@ def violations(result: dict, ignore: set[str] = frozenset()) -> pd.DataFrame:
 def run_outcomes(script: Script, seed: int, result: dict,
                  dropped: dict[str, set[str]]) -> list[dict]:
     """Each detector's outcome on one traced run, judged as a sweep's run is (onset 0: every
-    reproducer plants its mistake in the code its first step runs). ``dropped``: per detector,
-    the invariants it ignores (``RAW``: none)."""
+    reproducer plants its mistake in the code its first step runs): a buggy script's, its
+    fixed script's as the control of each buggy script it twins, and a healthy variant's.
+    ``dropped``: per detector, the invariants it ignores (``RAW``: none)."""
     identity = {"role": "tool", "distribution": "traincheck", "version": _version(),
                 "error": result.get("error")}
-    bug = get_bug(script.bug) if script.bug else None
     ignored = {RAW: set(), **dropped}
-    summary = {"scenario": script.scenario, "model": "mlp", "seed": seed, "bug": script.bug,
-               "category": bug.category if bug else None, "loud": bool(bug and bug.loud),
-               "latent": bool(bug and get_scenario(script.scenario).latent), "onset": 0,
-               "detectors": dict.fromkeys(ignored, identity)}
     alarms = pd.concat([violations(result, ignore).assign(detector=name)
-                        for name, ignore in ignored.items()])
-    return judge_run(summary, alarms[ALARM_COLUMNS], pd.Series(dtype=float))
+                        for name, ignore in ignored.items()])[ALARM_COLUMNS]
+    if script.bug:
+        runs = [(script.scenario, script.bug, "buggy")]
+    else:
+        runs = [(scenario, bug, "control") for scenario, bug in script.controls]
+        if script.scenario.startswith(f"{CONTROL}-"):  # a healthy variant
+            runs.append((script.scenario, None, "clean"))
+    rows = []
+    for scenario, bug_id, role in runs:
+        bug = get_bug(bug_id) if bug_id else None
+        summary = {"scenario": scenario, "model": "mlp", "seed": seed, "bug": bug_id,
+                   "role": role, "category": bug.category if bug else None,
+                   "loud": bool(bug and bug.loud),
+                   "unproven": bool(bug and get_scenario(scenario).unproven), "onset": 0,
+                   "detectors": dict.fromkeys(ignored, identity)}
+        rows += judge_run(summary, alarms, pd.Series(dtype=float))
+    return rows
 
 
 def violated_at(script: Script, seeds: tuple[int, ...], invariants: Path, work: Path) -> set[str]:

@@ -17,7 +17,7 @@ from pathlib import Path
 DIST = "bugzoo_faults"
 PLUGINS = {"boom": "Boom", "crasher": "Crasher", "stall": "Stall", "meddler": "Meddler",
            "laggard": "Laggard",
-           "slow_starter": "SlowStarter", "always_on": "AlwaysOn"}
+           "slow_starter": "SlowStarter", "always_on": "AlwaysOn", "label_peeker": "LabelPeeker"}
 
 
 def install(site: Path) -> Path:

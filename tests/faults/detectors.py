@@ -87,3 +87,53 @@ class Laggard(Detector):
     def observe(self, obs):
         time.sleep(0.1)
         return []
+
+
+def peek_label() -> tuple[str | None, int]:
+    """The planted bug's id and onset, read the three ways an outside reviewer found: a patched
+    method's replacement (its module globals, its code's file name, its clock), the call stack
+    (the run's config in a caller's frame) and the garbage collector (the Trainer)."""
+    import gc
+    import sys
+    from pathlib import Path
+
+    from omegaconf import DictConfig
+
+    from bugzoo.bugs.base import Patch
+    from bugzoo.train import Trainer
+
+    for obj in gc.get_objects():
+        if isinstance(obj, Patch):
+            planted = obj.replacement.__globals__.get("BUG")
+            onset = obj.clock.onset if obj.clock else 0
+            if planted is not None:
+                return planted.id, onset
+            if "bugs" in Path(obj.replacement.__code__.co_filename).parts:
+                return Path(obj.replacement.__code__.co_filename).stem, onset
+    frame = sys._getframe()
+    while frame is not None:
+        for value in frame.f_locals.values():
+            if isinstance(value, DictConfig) and value.get("bug"):
+                return str(value.bug.id), int(value.bug.onset)
+        frame = frame.f_back
+    for obj in gc.get_objects():
+        if isinstance(obj, Trainer) and obj.bug is not None:
+            return obj.bug.id, obj.onset
+    return None, 0
+
+
+class LabelPeeker(Detector):
+    """Integrity row, test-only: reads the planted bug's label from inside the run process and
+    alarms at its onset. Its control carries the same label, so it must score about 0."""
+
+    name = "label_peeker"
+    role = "baseline"
+
+    def setup(self, run):
+        super().setup(run)
+        self.label, self.onset = peek_label()
+
+    def observe(self, obs):
+        if self.label is not None and obs.step == self.onset:
+            return [self.alarm(obs.step, "label", "unknown", f"the run plants {self.label}")]
+        return []

@@ -1,0 +1,180 @@
+"""What each detector did on each stored run, and suites of detectors as one.
+
+A run is in one of three roles (its summary's ``role``): ``buggy``; ``control``, the buggy run's
+disarmed twin, with the same configuration and the same seeds; or ``clean``, a healthy variant.
+The outcome of one detector on one run is decided by its *first* alarm against the onset of the
+run's bug (0 for a clean run):
+
+* ``early``: before the onset, while a buggy run is still bitwise its control;
+* a buggy run: ``hit`` (at or after the onset) or ``miss`` (no alarm);
+* a control or a clean run: ``false_alarm`` (at or after the onset) or ``quiet``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from bugzoo.detector_registry import DETECTORS, detector_class, role_of
+from bugzoo.errors import UsageError
+from bugzoo.harness import store
+from bugzoo.registry import OWN_DISTRIBUTION
+
+# Suites count a run as caught by the first alarm of any member: bugzoo's own detectors of the
+# roles and scopes each names (baselines and outside plug-ins are never members).
+SUITES = {"suite: built-ins": (("heuristic",), ("generic", "targeted")),
+          "suite: generic": (("heuristic",), ("generic",)),
+          "suite: built-ins + tools": (("heuristic", "tool"), ("generic", "targeted"))}
+AMBIGUOUS = "ambiguous"  # a suite's diagnosis when members name different causes at one step
+
+
+def run_role(summary: dict) -> str:
+    """The run's role; runs stored before roles were recorded are buggy or clean."""
+    return summary.get("role") or ("buggy" if summary.get("bug") else "clean")
+
+
+def _onset_time(elapsed: pd.Series, onset: int) -> float:
+    """Seconds into the run when step ``onset`` began."""
+    return float(elapsed.get(onset - 1, 0.0)) if onset > 0 else 0.0
+
+
+def _identity(name: str, status: dict) -> dict:
+    """Role, scope and source of a detector: as the run recorded them, else as installed now."""
+    if "role" in status:
+        scope = status.get("scope") or (detector_class(name).scope if name in DETECTORS
+                                        else "generic")
+        return {"role": status["role"], "scope": scope, "distribution": status["distribution"],
+                "version": status["version"]}
+    if name in DETECTORS:
+        distribution, version = DETECTORS.provider(name)
+        return {"role": role_of(name), "scope": detector_class(name).scope,
+                "distribution": distribution, "version": version}
+    return {"role": "heuristic", "scope": "generic", "distribution": "unknown", "version": ""}
+
+
+def run_outcomes(path: Path) -> list[dict]:
+    """One row per detector that watched the run stored at ``path``."""
+    summary = store.read_summary(path)
+    alarms = store.read_alarms(path)
+    elapsed = pd.Series(dtype=float)
+    if not alarms.empty:
+        trace = store.read_trace(path)
+        if "elapsed_s" in trace.columns:
+            elapsed = trace.set_index("step")["elapsed_s"]
+    return judge_run(summary, alarms, elapsed)
+
+
+def outcome_of(role: str, step: int | None, onset: int) -> str:
+    """A detector's outcome on a run of ``role`` whose first alarm is at ``step`` (None: no
+    alarm) and whose bug starts at ``onset``."""
+    if step is not None and step < onset:
+        return "early"
+    if role == "buggy":
+        return "miss" if step is None else "hit"
+    return "quiet" if step is None else "false_alarm"
+
+
+def judge_run(summary: dict, alarms: pd.DataFrame, elapsed: pd.Series) -> list[dict]:
+    """One row per detector in ``summary["detectors"]``: its outcome on the run that
+    ``summary`` describes, from its ``alarms`` (``store.ALARM_COLUMNS``); ``elapsed``: the
+    run's seconds at the end of each step, by step (empty: no delays in seconds)."""
+    role = run_role(summary)
+    onset = int(summary.get("onset") or 0)
+    # the symptom's first step, where a practitioner can first see it: the first step whose
+    # loss or gradients hold a non-finite value (None for runs that stay finite)
+    symptom = summary.get("first_nonfinite_step")
+    rows = []
+    for name, status in (summary.get("detectors") or {}).items():
+        mine = alarms[alarms["detector"] == name].sort_values("step", kind="stable")
+        first = mine.iloc[0] if len(mine) else None
+        step = int(first["step"]) if first is not None else None
+        outcome = outcome_of(role, step, onset)
+        hit = outcome == "hit"
+        rows.append({
+            "detector": name, **_identity(name, status), "scenario": summary["scenario"],
+            "model": summary.get("model"), "seed": summary["seed"], "run_role": role,
+            "clean": role != "buggy", "bug": summary.get("bug"),
+            "category": summary.get("category"), "loud": bool(summary.get("loud")),
+            "unproven": bool(summary.get("unproven", summary.get("latent"))), "onset": onset,
+            "run_outcome": summary.get("outcome"), "symptom_value": summary.get("symptom_value"),
+            "outcome": outcome, "alarm_step": step,
+            "alarm_category": first["category"] if first is not None else None,
+            "delay_steps": step - onset if hit else None,
+            "delay_after_symptom_steps": step - symptom if hit and symptom is not None else None,
+            "delay_s": (float(elapsed.get(step, math.nan)) - _onset_time(elapsed, onset))
+            if hit and len(elapsed) else None,
+            "diagnosed": (first["category"] == summary.get("category")) if hit else None,
+            "detector_error": status.get("error"), "release": summary.get("release"),
+        })
+    return rows
+
+
+def outcomes(sweep_dir: Path) -> pd.DataFrame:
+    """Per (detector, run) outcomes of every complete run in a sweep folder; runs of different
+    releases (:mod:`bugzoo.release`) are not scored together."""
+    rows = [row for path in store.iter_runs(sweep_dir) for row in run_outcomes(path)]
+    if not rows:
+        raise UsageError(f"no complete runs under {sweep_dir}")
+    table = pd.DataFrame(rows)
+    one_release(table, sweep_dir)
+    return table
+
+
+def one_release(table: pd.DataFrame, where: Path | str) -> None:
+    """Refuse a table whose runs were made by different releases of the benchmark."""
+    digests = sorted({str(d) for d in table["release"].fillna("unstamped")})
+    if len(digests) > 1:
+        raise UsageError(f"runs of different releases in {where} ({', '.join(digests)}): "
+                         "score each release's runs apart")
+
+
+# ----------------------------------------------------------------------------- suites
+def suite_outcomes(table: pd.DataFrame, name: str, members: set[str]) -> pd.DataFrame:
+    """A suite as one detector: per run, the first alarm of any member counts. Its diagnosis
+    is the category that member names; members that alarm at the same first step and name
+    different categories make it ambiguous, which counts as a wrong diagnosis."""
+    rows = []
+    for _, g in table[table["detector"].isin(members)].groupby(["scenario", "seed", "run_role"]):
+        alarmed = g.dropna(subset=["alarm_step"])
+        first = alarmed[alarmed["alarm_step"] == alarmed["alarm_step"].min()]
+        row = (first.iloc[0] if len(first) else g.iloc[0]).to_dict()
+        if len(first):
+            named = set(first["alarm_category"])
+            row["alarm_category"] = named.pop() if len(named) == 1 else AMBIGUOUS
+            if row["outcome"] == "hit":
+                row["diagnosed"] = row["alarm_category"] == row["category"]
+        row.update(detector=name, role="suite", scope="suite", distribution=OWN_DISTRIBUTION,
+                   version=g["version"].iloc[0],
+                   detector_error=None if g["detector_error"].isna().all() else "member error")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def form_suites(identities: dict[str, tuple[str, str, str]]) -> dict[str, list[str]]:
+    """The suites that detectors given as ``name -> (role, scope, distribution)`` form: for
+    each of ``SUITES``, bugzoo's own detectors of its roles and scopes, when there are two or
+    more of them and they are not the members of a suite already formed."""
+    suites: dict[str, list[str]] = {}
+    for name, (roles, scopes) in SUITES.items():
+        members = sorted(d for d, (role, scope, dist) in identities.items()
+                         if dist == OWN_DISTRIBUTION and role in roles and scope in scopes)
+        if len(members) > 1 and members not in suites.values():
+            suites[name] = members
+    return suites
+
+
+def suite_members(detectors: list[str]) -> dict[str, list[str]]:
+    """The suites that installed ``detectors`` form (see :func:`form_suites`)."""
+    return form_suites({d: (role_of(d), detector_class(d).scope, DETECTORS.provider(d)[0])
+                        for d in detectors})
+
+
+def with_suites(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` plus a row per run for each suite its detectors form."""
+    identities = table.groupby("detector")[["role", "scope", "distribution"]].first()
+    suites = form_suites({d: (r.role, r.scope, r.distribution)
+                          for d, r in identities.iterrows()})
+    return pd.concat([table, *(suite_outcomes(table, name, set(members))
+                               for name, members in suites.items())], ignore_index=True)

@@ -1,0 +1,83 @@
+"""Integrity: every strategy that detects nothing scores about 0 on the test split, because each
+buggy run is held against its disarmed twin, which looks the same from inside the process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import faults
+import pandas as pd
+import pytest
+from conftest import quick_cfg
+
+from bugzoo.bugs import list_bugs
+from bugzoo.config import compose_run
+from bugzoo.harness.runner import execute
+from bugzoo.judge.bugcheck import plant_evidence
+from bugzoo.scenarios import list_scenarios
+from bugzoo.train import Trainer
+
+CHEATS = ("always_alarm", "never_alarm", "random_alarm", "settings_reader", "trace_memoriser",
+          "label_peeker")
+BUGS = [b for b in list_bugs() if not b.needs_cuda]
+
+
+def first_scenario(bug):
+    return next(s for s in list_scenarios() if s.bug == bug.id and not s.excluded)
+
+
+@pytest.mark.parametrize("bug", BUGS, ids=[b.id for b in BUGS])
+def test_a_disarmed_twin_trains_as_its_control(bug):
+    """The matched control is the clean run, bitwise, whatever the plant left installed; and a
+    bug declared ``patches_only`` leaves its twin the same patches, with the same code."""
+    scenario = first_scenario(bug)
+    short = ("harness.steps=12", "harness.eval_interval=6")
+    twin = execute(quick_cfg(f"scenario={scenario.id}", *short), armed=False).summary
+    control = execute(quick_cfg(f"scenario={scenario.control}", *short)).summary
+    assert (twin["trace_digest"], twin["outcome"]) == (control["trace_digest"],
+                                                       control["outcome"])
+    assert twin["role"] == "control" and twin["bug"] == bug.id
+    if bug.patches_only:
+        cfg = compose_run([f"scenario={scenario.id}", *short])
+        buggy_plant = plant_evidence(Trainer(cfg, bug).build())
+        assert plant_evidence(Trainer(cfg, bug, armed=False).build()) == buggy_plant
+
+
+@pytest.fixture(scope="module")
+def test_split(tmp_path_factory):
+    """A small test split on the mlp's defaults (its runs take seconds), watched by every
+    strategy that detects nothing and by two real detectors. (A bug planted in the settings,
+    such as lr_too_high, moves what settings_reader reads: there it is not a strategy that
+    detects nothing, so it is left out here.)"""
+    out = tmp_path_factory.mktemp("test-split") / "sweep"
+    site = faults.install(tmp_path_factory.mktemp("site"))  # the test-only label_peeker
+    done = subprocess.run(
+        [sys.executable, "-m", "bugzoo.cli", "bench", "--split", "test", "--scenarios",
+         "mlp-double_softmax", "mlp-missing_zero_grad", "mlp-labels_misaligned", "mlp-clean-wide",
+         "mlp-clean-batch128", "--detectors", *CHEATS, "nonfinite", "loss_plateau",
+         "--out", str(out), "--no-progress", "--no-overhead", "--workers", "2"],
+        capture_output=True, text=True, timeout=600, env=faults.env_with(site))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+def test_every_strategy_that_detects_nothing_scores_about_zero(test_split):
+    board = pd.read_csv(test_split / "leaderboard.csv").set_index("detector")
+    for cheat in CHEATS:
+        row = board.loc[cheat]
+        assert abs(row["score"]) <= 0.1 and row["score_lo"] <= 0 <= row["score_hi"], row
+    # they are live: each would have "caught" bugs against unmatched clean runs
+    for cheat in ("always_alarm", "settings_reader", "trace_memoriser", "label_peeker"):
+        assert board.loc[cheat, "recall"] == 1.0, cheat
+    assert board.loc["suite: built-ins", "score"] > 0.5
+
+
+def test_the_test_split_draws_and_records_fresh_seeds(test_split):
+    split = pd.read_json(test_split / "split.json", typ="series")
+    assert split["name"] == "test" and len(split["seeds"]) == 3
+    assert not set(split["seeds"]) & {0, 1, 2, 3, 4}  # not the published dev seeds (2**31 draw)
+    summaries = pd.read_csv(test_split / "outcomes.csv")
+    assert set(summaries["seed"]) == set(split["seeds"])
+    assert f"seeds {', '.join(map(str, split['seeds']))}" in (
+        test_split / "leaderboard.md").read_text()
