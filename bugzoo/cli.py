@@ -100,7 +100,8 @@ def _dispatch(argv: list[str]) -> int:
         return 2
     module, func = VERBS[verb][0].split(":")
     try:
-        rest = _take_includes(rest)
+        if verb == "run":  # Hydra's parser takes no --include: its folders join the path here
+            rest = _take_includes(rest)
         return int(getattr(importlib.import_module(module), func)(rest) or 0)
     except UsageError as e:
         print(f"bugzoo {verb}: error: {e}", file=sys.stderr)
@@ -112,7 +113,8 @@ def _dispatch(argv: list[str]) -> int:
 
 def _take_includes(argv: list[str]) -> list[str]:
     """``argv`` without its ``--include DIR`` / ``--include=DIR`` options, whose folders join
-    the scenario path (for this process and every process it starts)."""
+    the scenario path (for this process and every process it starts); every other verb's
+    parser takes the option itself (``bugzoo.errors.ArgumentParser``)."""
     kept, folders = [], []
     args = iter(argv)
     for arg in args:

@@ -7,7 +7,9 @@ built-in is its file in ``detectors/`` plus one line in ``pyproject.toml``. Its 
 
 from __future__ import annotations
 
+import inspect
 import logging
+import typing
 from collections.abc import Callable
 
 from bugzoo.detector import Detector
@@ -99,7 +101,56 @@ def default_detectors() -> list[str]:
 
 
 def load_detector(name: str, **params) -> Detector:
-    """Import and instantiate one detector by its registered name."""
-    detector = detector_class(name)(**params)
+    """Import and instantiate one detector by its registered name, its ``params`` checked
+    against its constructor (:func:`checked_params`)."""
+    cls = detector_class(name)
+    detector = cls(**checked_params(name, cls, params))
     detector.name = name
     return detector
+
+
+SIMPLE_TYPES = (bool, int, float, str)
+
+
+def checked_params(name: str, cls: type[Detector], params: dict) -> dict:
+    """``params`` for ``cls(**params)``: each must be a parameter of its constructor (an
+    unknown one is a UsageError with a "did you mean"), converted to the type it is annotated
+    with where that is a plain ``bool``, ``int``, ``float`` or ``str`` (an int where a float
+    goes; a value that does not convert is a UsageError naming the parameter)."""
+    signature = inspect.signature(cls.__init__)
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+    known = [p for p in signature.parameters if p != "self"
+             and signature.parameters[p].kind not in (inspect.Parameter.VAR_POSITIONAL,
+                                                       inspect.Parameter.VAR_KEYWORD)]
+    try:
+        hints = typing.get_type_hints(cls.__init__)
+    except Exception:  # an annotation that does not resolve leaves the value as given
+        hints = {}
+    checked = {}
+    for key, value in params.items():
+        if key not in known:
+            if takes_any:
+                checked[key] = value
+                continue
+            error = unknown_choice(f"parameter of detector {name}", key, known) if known else \
+                UsageError(f"detector {name} takes no parameters, got {key}")
+            raise error
+        checked[key] = _converted(name, key, value, hints.get(key))
+    return checked
+
+
+def _converted(name: str, key: str, value, kind):
+    """``value`` as the type ``kind`` (when it is a plain one), or a UsageError."""
+    if kind not in SIMPLE_TYPES or isinstance(value, kind) and not (
+            kind is int and isinstance(value, bool)):
+        return value
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if kind is bool and str(value).lower() in ("true", "false"):
+        return str(value).lower() == "true"
+    if kind in (int, float) and isinstance(value, str):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    raise UsageError(f"detector {name}: {key} must be {kind.__name__}, got {value!r}")

@@ -29,8 +29,8 @@ from typing import Any
 
 import yaml
 
-from bugzoo.bugs import flat_id, get_bug
-from bugzoo.errors import UsageError, choices_text, unknown_choice
+from bugzoo.bugs import bug_ids, flat_id, get_bug
+from bugzoo.errors import UsageError, unknown_choice
 from bugzoo.paths import CONF_DIR, SCENARIO_DIR, included_folders
 
 # keys of a scenario file that describe the scenario instead of setting how the run trains
@@ -224,11 +224,19 @@ def _registry_of(folders: tuple[Path, ...]) -> dict[str, Scenario]:
                                  f"and {path}")
             paths[path.stem] = path
     found = {sid: load_scenario(p) for sid, p in sorted(paths.items())}
+    known_bugs = set(bug_ids())
     controls: dict[tuple, str] = {}
     for s in found.values():  # ids sorted: `mlp-clean` comes before `mlp-clean-<variant>`
         if s.clean:
             controls.setdefault(settings_key(s), s.id)
-    return {sid: s if s.clean else replace(s, control=controls.get(settings_key(s)))
+        elif s.bug not in known_bugs:
+            raise _fail(s.path, str(unknown_choice("bug", s.bug, known_bugs)), "defaults")
+    for s in found.values():
+        if not s.clean and settings_key(s) not in controls:
+            raise _fail(s.path, f"buggy scenario {s.id} has no matched control: add a clean "
+                        "scenario with its model and the same settings (every buggy run is "
+                        "judged against one)", "scenario")
+    return {sid: s if s.clean else replace(s, control=controls[settings_key(s)])
             for sid, s in found.items()}
 
 
@@ -260,6 +268,7 @@ def list_scenarios(patterns: str | Iterable[str] | None = None) -> list[Scenario
         if not any(fnmatch.fnmatchcase(sid, pattern) for sid in found):
             if not any(c in pattern for c in "*?["):
                 raise unknown_choice("scenario", pattern, found)
-            raise UsageError(f"no scenario matches '{pattern}' (valid: {choices_text(found)})")
+            raise UsageError(f"no scenario matches '{pattern}' (`bugzoo list scenarios` lists "
+                             f"all {len(found)})")
     return [s for sid, s in found.items()
             if any(fnmatch.fnmatchcase(sid, p) for p in patterns)]

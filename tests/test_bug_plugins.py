@@ -201,13 +201,13 @@ def test_check_bug_fails_a_plant_that_shows_before_its_onset(site):
                                                       "lstm")
 
 
-def test_check_bug_api_on_a_builtin_whose_scenario_is_latent():
-    """The API a plug-in's own tests call; a latent scenario's reason stands in for validate."""
+def test_check_bug_api_on_a_builtin_whose_scenario_is_unproven():
+    """The API a plug-in's own tests call; an unproven scenario's reason stands in for validate."""
     import bugzoo
     from bugzoo.judge import bugcheck
 
     found = dict(bugcheck.bug_checks("leakage_norm_stats", models=["mlp"]))
     assert list(found) == ["check_card", *(f"{c.__name__} [mlp]" for c in bugcheck.PER_MODEL)]
-    assert found["check_validate [mlp]"].startswith("not required: the scenario is latent (")
+    assert found["check_validate [mlp]"].startswith("not required: the scenario is unproven (")
     assert found["check_plant [mlp]"].startswith("the plant changes the run (it is planted when")
     assert bugzoo.check_bug is bugcheck.check_bug

@@ -66,3 +66,16 @@ def test_results_index_names_a_file_no_entry_covers(tmp_path):
     with pytest.raises(ValueError, match=r"covers \['stray.csv'\]"):
         results_index.entries(tmp_path)
     assert results_index.main(["--results", str(tmp_path)]) == 2
+
+
+def test_the_detector_guide_tables_every_observation_and_runview_field():
+    import dataclasses
+    import re
+
+    from bugzoo import Observation, RunView
+
+    guide = (ROOT / "docs" / "pages" / "detectors.md").read_text()
+    for cls in (Observation, RunView):
+        rows = re.findall(rf"^\| `(\w+)` \|", guide.split(f"| `{cls.__name__}` field")[1]
+                          .split("\n\n")[0], re.M)
+        assert rows == [f.name for f in dataclasses.fields(cls)], cls.__name__

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import shutil
+import site
 import subprocess
 import sys
+import sysconfig
 import venv
 from pathlib import Path
 
@@ -27,9 +29,17 @@ def test_the_package_list_names_every_package():
                                    "bugzoo._data.scenarios": "scenarios"}
 
 
+def borrowed_site_packages() -> list[str]:
+    """Where this interpreter's dependencies are installed, in a virtualenv or not."""
+    return list(dict.fromkeys([*site.getsitepackages(), sysconfig.get_paths()["purelib"],
+                               sysconfig.get_paths()["platlib"]]))
+
+
 def test_a_wheel_installs_and_runs_a_scenario(tmp_path):
     """Build a wheel, install it (no source checkout in sight) into a fresh virtual environment
-    that borrows torch and the other dependencies from this one, and run a scenario."""
+    that borrows torch and the other dependencies from the environment the tests run in (a
+    ``.pth`` file naming its site-packages: a virtualenv's ``system_site_packages`` would borrow
+    the base interpreter's instead), and run a scenario."""
     source = tmp_path / "source"  # a copy: an in-tree build leaves build/ and egg-info behind
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
         ".git", "results", "build", "*.egg-info", "__pycache__", ".*_cache"))
@@ -38,8 +48,13 @@ def test_a_wheel_installs_and_runs_a_scenario(tmp_path):
                    check=True, capture_output=True, cwd=tmp_path)
     [wheel] = (tmp_path / "dist").glob("bugzoo_bench-*.whl")
     env_dir = tmp_path / "venv"
-    venv.create(env_dir, system_site_packages=True, with_pip=False)
+    venv.create(env_dir, with_pip=False)
     python = env_dir / "bin" / "python"
+    own = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         check=True, capture_output=True, text=True).stdout.strip()
+    # appended after the venv's own site-packages: the wheel's bugzoo comes first, and the
+    # borrowed folders' own .pth files (an editable bugzoo among them) are not processed
+    (Path(own) / "borrowed.pth").write_text("\n".join(borrowed_site_packages()) + "\n")
     subprocess.run([python, "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)],
                    check=True, capture_output=True)
     where = subprocess.run(

@@ -27,8 +27,13 @@ from bugzoo.scenarios import get_scenario, list_scenarios, missing_cuda
 log = logging.getLogger(__name__)
 
 
-def format_summary(summary: dict, path: str) -> str:
-    """A one-screen summary of a finished run."""
+def plural(count: int, noun: str) -> str:
+    """``1 alarm``, ``2 alarms``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def format_summary(summary: dict, path: str, alarms: list[dict] = ()) -> str:
+    """A one-screen summary of a finished run, with each alarm its detectors raised."""
 
     def fmt(key: str) -> str:
         value = summary.get(key)
@@ -46,9 +51,13 @@ def format_summary(summary: dict, path: str) -> str:
         f"time      {fmt('wall_s')} s",
     ]
     for name, status in summary.get("detectors", {}).items():
-        state = f"error: {status['error']}" if status["error"] else f"{status['alarms']} alarms"
+        state = (f"error: {status['error']}" if status["error"]
+                 else plural(status["alarms"], "alarm"))
         lines.append(f"detector  {name}: {state}, "
                      f"{status['call_share']:.1%} of the run in its calls")
+    for alarm in alarms:
+        lines.append(f"alarm     step {alarm['step']}  {alarm['detector']}: {alarm['symptom']} "
+                     f"({alarm['category']}) {alarm['message']}")
     lines.append(f"saved     {path}")
     return "\n".join(lines)
 
@@ -59,7 +68,7 @@ def run_job(cfg: DictConfig) -> dict:
     detectors = [load_detector(name, **(params or {}))
                  for name, params in (cfg.get("detector") or {}).items()]
     result, path = execute_and_store(cfg, root, cfg.harness.get("sweep", "single"), detectors)
-    print(format_summary(result.summary, path))
+    print(format_summary(result.summary, path, result.alarms.to_dict("records")))
     return result.summary
 
 
@@ -82,8 +91,26 @@ def _hydra_entry(cfg: DictConfig) -> None:
         sys.exit(2)
 
 
+USAGE = """\
+usage: bugzoo run [KEY=VALUE ...] [-m]
+
+Train one run (or, with -m, a Hydra multirun) and store it under
+<harness.out_dir>/<harness.sweep>/<scenario>/seed<k>/.
+
+examples:
+  bugzoo run scenario=mlp-double_softmax
+  bugzoo run model=lstm bug=missing_zero_grad bug.onset=100 seed=3
+  bugzoo run scenario=mlp-lr_too_high 'detector=[nonfinite,loss_plateau]'
+  bugzoo run -m 'scenario=glob(mlp-*)' seed=0,1,2
+
+Choices: `bugzoo list scenarios|bugs|models|detectors`. Hydra's own help follows.
+"""
+
+
 def main(argv: list[str]) -> int:
     """Validate the overrides up front (one-line errors), then hand over to Hydra."""
+    if "--help" in argv or "-h" in argv:
+        print(USAGE)
     register_groups()
     register_scenarios(list_scenarios())
     multirun = any(a in ("-m", "--multirun") for a in argv)

@@ -163,6 +163,19 @@ def write_split(sweep_dir: Path, split: dict) -> None:
     os.replace(tmp, path)
 
 
+SWEEP_TIME = "sweep_time.csv"
+
+
+def add_sweep_time(sweep_dir: Path, wall_s: float, runs: int, workers: int) -> None:
+    """Record one sweeping command's wall time (runs made, overhead timed) in the sweep's
+    ``sweep_time.csv``: a sweep resumed after a stop has one row per command."""
+    path = Path(sweep_dir) / SWEEP_TIME
+    rows = pd.read_csv(path).to_dict("records") if path.is_file() else []
+    rows.append({"wall_s": round(wall_s, 1), "runs_made": runs, "workers": workers,
+                 "cpus": os.cpu_count()})
+    pd.DataFrame(rows).to_csv(path, index=False)
+
+
 def read_split(sweep_dir: Path) -> dict | None:
     path = Path(sweep_dir) / SPLIT_FILE
     return json.loads(path.read_text()) if path.is_file() else None

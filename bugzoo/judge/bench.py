@@ -17,10 +17,12 @@ does what is missing (a test sweep keeps the seeds it drew).
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 import pandas as pd
 
+from bugzoo.commands import command_line
 from bugzoo.detector_registry import SELECTORS, select_detectors
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
@@ -72,7 +74,7 @@ def recorded_command(argv: list[str]) -> str:
             skip = True
         elif arg != "--no-progress" and not arg.startswith("--workers="):
             kept.append(arg)
-    return " ".join(["bugzoo bench", *kept])
+    return command_line("bench", kept)
 
 
 def measure_overhead(out: Path, models: list[str], detectors: list[str], workers: int,
@@ -157,11 +159,19 @@ def main(argv: list[str]) -> int:
     log.info("sweep %s (%s split): %d scenarios x %d seeds, buggy runs paired with their "
              "controls, detectors %s, %d workers -> %s", name, split.name, len(scenarios),
              len(split.seeds), ", ".join(chosen), options.workers, out)
+    start = time.perf_counter()
     outcomes = sweep(tasks, options.workers, progress=options.progress)
-    log.info("runs made now: %s", dict(outcomes) or "none (all complete)")
+    log.info("runs made now: %s", ", ".join(f"{n} {outcome}" for outcome, n in outcomes.items())
+             or "none (all complete)")
     if not args.no_overhead:
         measure_overhead(out, sorted({s.model for s in scenarios}), chosen, options.workers,
                          QUICK_OVERHEAD_BLOCKS if args.quick else OVERHEAD_BLOCKS,
                          options.progress)
+    store.add_sweep_time(out, time.perf_counter() - start, sum(outcomes.values()),
+                         options.workers)
     print(score_sweep(out, command=f"bugzoo score {out}"))
+    if args.quick:
+        print("`bugzoo bench --quick` is a smoke test: it checks that benching works, on a "
+              "handful of runs whose intervals span most of [-1, 1], and it cannot rank "
+              "detectors. For a board to cite, run `bugzoo bench --split test`.")
     return 0

@@ -18,6 +18,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from bugzoo.bugs import ALL_MODELS, flat_id, get_bug
+from bugzoo.commands import command_line
 from bugzoo.errors import ArgumentParser, UsageError, unknown_choice
 from bugzoo.harness import store
 from bugzoo.harness.sweep import sweep, sweep_options, sweep_parser
@@ -244,7 +245,7 @@ def main(argv: list[str]) -> int:
     overrides = [o for o in args.overrides if not o.startswith("model=")]
     pngs = curves(args.bug, models, options.patterns, options.seeds,
                   store.ensure_writable(Path(args.runs)), Path(args.out), options.workers,
-                  overrides, " ".join(["bugzoo curves", *argv]), options.progress)
+                  overrides, command_line("curves", argv), options.progress)
     for png in pngs:
         print(f"wrote {png} and {png.with_suffix('.parquet')}")
     return 0

@@ -33,6 +33,7 @@ import torch
 
 from bugzoo import __version__
 from bugzoo.bugs import get_bug
+from bugzoo.commands import command_line
 from bugzoo.errors import ArgumentParser, UsageError, unknown_choice
 from bugzoo.harness import store
 from bugzoo.harness.sweep import plan_runs, run_timeout, select_scenarios, sweep
@@ -68,7 +69,7 @@ class Pass:
 
     def verb(self, name: str, main: Callable[[list[str]], int], argv: list[str]) -> None:
         """Run ``bugzoo <name> <argv>`` in this process, noting its command line."""
-        command = " ".join(["bugzoo", name, *(f"'{a}'" if "*" in a else a for a in argv)])
+        command = command_line(name, argv)
         log.info("  %s", command)
         self.ran.append(command)
         if status := main(argv):
@@ -478,7 +479,7 @@ def main(argv: list[str]) -> int:
     out = Path(args.out or (runs / "files" if args.dry_run else "results/gpu"))
     stages = [s for s in STAGES if s in (args.stages or STAGES)]
     gpu_pass = Pass(store.ensure_writable(out), store.ensure_writable(runs), args.dry_run,
-                    args.workers, " ".join(["bugzoo gpu", *argv]))
+                    args.workers, command_line("gpu", argv))
     if args.redo:
         for name in stages:
             (out / f"{name}.md").unlink(missing_ok=True)

@@ -171,10 +171,11 @@ def suite_members(detectors: list[str]) -> dict[str, list[str]]:
                         for d in detectors})
 
 
-def with_suites(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` plus a row per run for each suite its detectors form."""
+def with_suites(table: pd.DataFrame, label: str = "") -> pd.DataFrame:
+    """``table`` plus a row per run for each suite its detectors form, each named with
+    ``label`` after it when the suite is not whole (``suite: built-ins (replayable)``)."""
     identities = table.groupby("detector")[["role", "scope", "distribution"]].first()
     suites = form_suites({d: (r.role, r.scope, r.distribution)
                           for d, r in identities.iterrows()})
-    return pd.concat([table, *(suite_outcomes(table, name, set(members))
+    return pd.concat([table, *(suite_outcomes(table, f"{name}{label}", set(members))
                                for name, members in suites.items())], ignore_index=True)

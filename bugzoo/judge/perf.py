@@ -26,6 +26,7 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
+from bugzoo.commands import command_line
 from bugzoo.config import compose_run
 from bugzoo.data.base import forever
 from bugzoo.detector_registry import load_detector, select_detectors
@@ -289,7 +290,7 @@ def main(argv: list[str]) -> int:
         MODELS.check(model)
     out = store.ensure_writable(Path(args.out))
     torch.set_num_threads(1)
-    command = " ".join(["bugzoo perf", *argv])
+    command = command_line("perf", argv)
     if args.what == "baselines":
         path = write(baselines(args.models), out, "baselines", "Clean baselines", command)
     elif args.what == "sweep":

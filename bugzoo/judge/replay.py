@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pandas as pd
 import torch
+from tqdm import tqdm
 
+from bugzoo.commands import command_line
 from bugzoo.detector import RunView
 from bugzoo.detector_registry import SELECTORS, detector_class, load_detector, select_detectors
 from bugzoo.errors import ArgumentParser, UsageError
@@ -49,7 +51,8 @@ def replayable(words: list[str] | None) -> list[str]:
         else:
             left_out.append(name)
     if left_out:
-        log.info("replay leaves out what is not observation_only: %s", ", ".join(left_out))
+        log.warning("not replayed, since they read the live run and not only its observations "
+                    "(score them with a live `bugzoo bench`): %s", ", ".join(left_out))
     if not chosen:
         raise UsageError("no detector to replay: none selected declares observation_only")
     return chosen
@@ -81,10 +84,11 @@ def replay_run(run: StoredRun, names: list[str]) -> tuple[pd.DataFrame, dict[str
     return alarms, {w.detector.name: w.status(wall_s).as_dict() for w in watches}
 
 
-def replay_outcomes(runs: Iterable[StoredRun], names: list[str]) -> pd.DataFrame:
+def replay_outcomes(runs: Iterable[StoredRun], names: list[str],
+                    progress: bool = False) -> pd.DataFrame:
     """Per (detector, run) outcomes of ``names`` replayed on each of ``runs``."""
     rows = []
-    for run in runs:
+    for run in tqdm(list(runs), unit="run", desc="replay", disable=not progress):
         alarms, statuses = replay_run(run, names)
         elapsed = (run.trace.set_index("step")["elapsed_s"] if len(run.trace)
                    else pd.Series(dtype=float))
@@ -102,12 +106,13 @@ def replay_bench(source: Path, words: list[str] | None, out: Path | None) -> str
     runs = stored_runs(source)  # a folder that holds no replayable run fails here, first
     names = replayable(words)
     start = time.perf_counter()
-    table = replay_outcomes(runs, names)
+    table = replay_outcomes(runs, names, progress=True)
     log.info("replayed %s on %d runs in %.1f s", ", ".join(names), len(table) // len(names),
              time.perf_counter() - start)
-    command = " ".join(["bugzoo replay", str(source), "--detectors", ",".join(names),
-                        *(["--out", str(out)] if out else [])])
-    return write_boards(table, None, source, command, [Path(out)] if out else [])
+    command = command_line("replay", [str(source), "--detectors", ",".join(names),
+                                      *(["--out", str(out)] if out else [])])
+    return write_boards(table, None, source, command, [Path(out)] if out else [],
+                        suite_label=" (replayable)")
 
 
 def main(argv: list[str]) -> int:

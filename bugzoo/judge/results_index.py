@@ -19,7 +19,9 @@ from pathlib import Path
 INDEX = "README.md"
 IGNORED = {"runs", "report"}  # raw runs and the HTML report: made locally, never committed
 # the order of the rows: the reference figures first, then the folders
-ORDER = ("leaderboard", "validity", "health", "tools", "perf/", "curves/", "traces/", "gpu/")
+ORDER = ("leaderboard", "recall_by_category", "unproven_effects", "overhead", "sweep_time",
+         "split", "release", "validity", "health", "tools", "perf/", "curves/", "traces/",
+         "gpu/")
 COMMAND = re.compile(r"(?:Regenerate with|Made by) (`[^`]+`(?: then `[^`]+`)*)")
 
 
@@ -35,11 +37,11 @@ class Entry:
 
 # what a page's title leaves out, keyed by the page's path under results/
 NOTES = {
-    "leaderboard.md": "every detector a plain `bugzoo bench` runs, scored over the default "
-                      "sweep; `leaderboard_categories.csv` and `leaderboard_bugs.csv` break it "
-                      "down, `leaderboard_loud.csv` and `leaderboard_latent.csv` score loud and "
-                      "latent runs apart",
-    "validity.md": "each buggy scenario's symptom test against its matched control, latent "
+    "leaderboard.md": "every detector a plain `bugzoo bench` runs, scored on the test split; "
+                      "`leaderboard_categories.csv` and `leaderboard_bugs.csv` break it down, "
+                      "`leaderboard_loud.csv` and `leaderboard_unproven.csv` score loud and "
+                      "unproven bugs apart",
+    "validity.md": "each buggy scenario's symptom test against its matched control, unproven "
                    "scenarios measured too",
     "perf/overhead.md": "step-time overhead of telemetry, of each detector alone and of the "
                         "suites, per model",
@@ -48,6 +50,25 @@ NOTES = {
 }
 # files that no page names the command of
 FIXED = [
+    Entry(("leaderboard.png",), "Each detector's score with its 95% interval over bugs",
+          "`bugzoo score results/runs/test --publish`"),
+    Entry(("recall_by_category.png",), "Recall of each detector and suite per bug category "
+          "(baselines and integrity rows left out)", "`bugzoo score results/runs/test --publish`"),
+    Entry(("unproven_effects.csv",), "Each unproven scenario's declared symptom, buggy minus "
+          "control, median over the test split's seeds with its interval",
+          "`bugzoo score results/runs/test --publish`", linked=False),
+    Entry(("overhead.csv",), "What each detector and suite costs a user per model (`paid_x`: "
+          "a whole run with it over the bare loop's, setup, twin run and teardown included), as "
+          "the reference bench measured it; the leaderboard's overhead column averages it",
+          "`bugzoo bench --split test --sweep test`", linked=False),
+    Entry(("sweep_time.csv",), "The wall time of the reference bench: runs made, workers, "
+          "cores", "`bugzoo bench --split test --sweep test`", linked=False),
+    Entry(("split.json",), "The test split the reference board was scored on: its training "
+          "seeds and data-seed offsets, drawn from OS entropy, and when",
+          "`bugzoo bench --split test --sweep test`", linked=False),
+    Entry(("release.json",), "The release's manifest: every scenario's config, bug code and "
+          "data generator hashes, the shared code's hash and the release digest every run "
+          "carries", "`python -m bugzoo.release`", linked=False),
     Entry(("tools.md",), "The real tools (PyTorch anomaly mode, Cockpit, TrainCheck) on the "
           "benchmark's scoring, beside the suite on the same runs",
           "`bugzoo bench --seeds 0,1,2 --detectors anomaly --out results/runs/tools-anomaly-all`; "
@@ -68,19 +89,22 @@ FIXED = [
 GUIDE = """\
 ## Reading the leaderboard
 
-`leaderboard.md` scores each detector on how well it tells buggy runs from clean ones:
-**score = recall - matched false-alarm rate** (Youden's J), best first. *Recall* counts buggy
-runs caught at or after the bug's onset, among those where the detector was still quiet at the
-onset; an alarm before the onset is *early*, and counts as a false alarm, since the run was then
-bitwise identical to its clean control. *False alarms* are counted on every clean run; the
-*matched* rate holds each judged buggy run against the clean runs over the same stretch of
-steps (for a bug present from step 0 it is the plain false-alarm rate). A detector that knows
-nothing about the bug scores about 0, whatever it does; the three baselines (`always_alarm`,
-`never_alarm`, `random_alarm`) show it. Rates carry exact (Clopper-Pearson) 95% intervals, the
-score and the medians percentile-bootstrap ones. Precision is the last column, "at this mix" of
-buggy and clean runs. The `suite:` rows count a run by the first alarm of any of bugzoo's own
-detectors, so they read the same whatever plug-ins are installed. Silent bugs are scored here;
-loud bugs (a crash or a hang) and latent scenarios are scored apart, in their own CSVs.
+`leaderboard.md` scores each detector on how well it tells buggy runs from their controls, on
+the test split (training and data seeds drawn fresh, `split.json`). Each buggy run is paired
+with its matched control, its disarmed twin: the same configuration and seeds, the plant
+installed without its effect. The **score** is the macro-averaged paired Youden's J: per bug,
+the mean over its runs of (an alarm on the buggy run from the onset on) minus (the same on its
+twin); then the mean over bugs, so that each bug counts once. *Recall* and the *matched
+false-alarm rate* are the two halves. An alarm before the onset is *early*: the two runs are
+then still one, and it scores nothing either way. The *healthy false-alarm rate* counts
+alarms on healthy variants (clean scenarios that control no bug), its own column, flagged above
+0.05. A detector that detects nothing scores about 0: the baselines (`always_alarm`,
+`never_alarm`, `random_alarm`) and the integrity rows (`settings_reader`, `trace_memoriser`)
+show it. Intervals resample bugs (buggy side) and clean scenarios (healthy side); where every
+cluster shows 0 or 1, the exact Clopper-Pearson interval over the clusters. `suite:` rows count a
+run by the first alarm of any of bugzoo's own detectors (`suite: generic` by those that watch a
+general signal only). Loud bugs (a crash or a hang) and unproven scenarios are scored apart, in
+their own CSVs; `unproven_effects.csv` shows each unproven scenario's measured effect.
 
 ## Reading validity
 
@@ -91,15 +115,16 @@ bug sets. Buggy runs meet runs of the matched control over 5 seeds. The p-values
 permutation test of rank sums for metrics (5 against 5 seeds cannot go below 1/252), Fisher's
 exact test for events. Benjamini-Hochberg q-values run across every scenario tested, and a
 scenario is valid at q < 0.01. Each effect (difference of medians, or of event rates) carries a
-95% bootstrap interval. Latent scenarios give their measured reason and are expected not to
-manifest. The last section, and `health.csv`, hold the healthy variants: each must train within
+95% bootstrap interval. Unproven scenarios give their measured reason and are expected not to
+manifest; one whose effect interval excludes 0 is tested again over 10 seeds. The last section, and `health.csv`, hold the healthy variants: each must train within
 0.10 validation accuracy of its model's default in every seed.
 
 ## Reading the speed tables
 
 `perf/overhead.md` gives each variant's step time relative to the bare loop (no telemetry, no
 detectors) as `median_x / mean_x`: the ratio of median step times, then of mean step times,
-which also counts work done on some steps only. Each variant steps in blocks interleaved with the
+which also counts work done on some steps only; `overhead.csv` (the reference bench's) adds
+`paid_x`, a whole run's time with setup, twin run and teardown. Each variant steps in blocks interleaved with the
 bare loop's, in a process of its own with one thread. `perf/sweep.md`'s efficiency is the serial
 sweep's summed run time divided by the workers, over the sweep's wall time. `perf/baselines.md`
 is the clean models on their defaults: initial loss against log C, the step at which a single

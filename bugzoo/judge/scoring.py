@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import math
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -33,10 +34,13 @@ import numpy as np
 import pandas as pd
 
 from bugzoo import versions
+from bugzoo.commands import command_line
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
+from bugzoo.judge.figures import category_figure, leaderboard_figure
 from bugzoo.judge.outcomes import one_release, outcomes, with_suites
 from bugzoo.judge.stats import BOOTSTRAP, clopper_pearson
+from bugzoo.registry import OWN_DISTRIBUTION
 
 log = logging.getLogger(__name__)
 
@@ -182,9 +186,11 @@ def run_overhead(table: pd.DataFrame, overhead: pd.DataFrame | None) -> dict[str
     return found
 
 
-def leaderboard(table: pd.DataFrame, overhead: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per detector and suite over silent pairs and healthy runs, best score first."""
-    scored = silent(with_suites(table))
+def leaderboard(table: pd.DataFrame, overhead: pd.DataFrame | None = None,
+                suite_label: str = "") -> pd.DataFrame:
+    """One row per detector and suite over silent pairs and healthy runs, best score first
+    (``suite_label``: see :func:`~bugzoo.judge.outcomes.with_suites`)."""
+    scored = silent(with_suites(table, suite_label))
     paid = run_overhead(scored, overhead)
     rows = [{"detector": d, **_identity_columns(g), **detector_row(g),
              "overhead": paid.get(d, math.nan)} for d, g in scored.groupby("detector")]
@@ -203,10 +209,10 @@ CATEGORY_COLUMNS = ["detector", "category", "bugs", "pairs", "early", "score", "
                     "diagnosis_accuracy_lo", "diagnosis_accuracy_hi"]
 
 
-def apart_board(table: pd.DataFrame, kind: str) -> pd.DataFrame:
+def apart_board(table: pd.DataFrame, kind: str, suite_label: str = "") -> pd.DataFrame:
     """One row per detector over the pairs of ``kind`` bugs, ``loud`` (crashes and hangs: did it
     see them coming) or ``unproven`` (no symptom proven here: how often it flagged them)."""
-    runs = with_suites(table)
+    runs = with_suites(table, suite_label)
     runs = runs[runs[kind] & (runs["run_role"] != "clean")]
     rows = []
     for d, g in runs.groupby("detector"):
@@ -236,10 +242,10 @@ def unproven_effects(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["scenario", "seeds", "effect", "effect_lo", "effect_hi"])
 
 
-def category_board(table: pd.DataFrame) -> pd.DataFrame:
+def category_board(table: pd.DataFrame, suite_label: str = "") -> pd.DataFrame:
     """One row per (detector or suite, bug category) over silent pairs: the paired score,
     recall, early alarms and diagnosis, macro-averaged over the category's bugs."""
-    scored = silent(with_suites(table))
+    scored = silent(with_suites(table, suite_label))
     rows = []
     for d, g in scored.groupby("detector"):
         p = pairs(g)
@@ -356,6 +362,39 @@ def render(board: pd.DataFrame, loud: pd.DataFrame, unproven: pd.DataFrame,
     return "\n".join(parts)
 
 
+PUBLISHED = Path("results/leaderboard.csv")  # the reference board, as committed
+
+
+def beside_published(board: pd.DataFrame, published: Path = PUBLISHED) -> list[str]:
+    """One line per detector on ``board`` (suites and baselines aside): its rank and score here,
+    its published score, the published suite's and the best published single built-in's, each
+    marked "this run" or "published", so that a figure of one board is never read as the
+    other's. Empty when nothing is published."""
+    if not published.is_file() or board.empty:
+        return []
+    ref = pd.read_csv(published).set_index("detector")
+    mine = board[~board["role"].isin(["suite", "baseline"])]
+    own = ref[(ref["role"] == "heuristic") & ref["source"].str.startswith(OWN_DISTRIBUTION)]
+    best = own["score"].idxmax() if len(own) else None
+    suite = "suite: built-ins"
+    lines = []
+    for rank, row in enumerate(board.itertuples(), 1):
+        if row.detector not in set(mine["detector"]):
+            continue
+        text = (f"- `{row.detector}`: rank {rank} of {len(board)} here, score "
+                f"{_fmt(row.score, row.score_lo, row.score_hi)} (this run)")
+        if row.detector in ref.index:
+            r = ref.loc[row.detector]
+            text += f"; {_fmt(r['score'], r['score_lo'], r['score_hi'])} (published)"
+        if suite in ref.index:
+            r = ref.loc[suite]
+            text += f"; `{suite}` {_fmt(r['score'], r['score_lo'], r['score_hi'])} (published)"
+        if best is not None:
+            text += f"; best single built-in `{best}` {_fmt(ref.loc[best, 'score'])} (published)"
+        lines.append(text)
+    return lines
+
+
 def read_overhead(sweep_dir: Path) -> pd.DataFrame | None:
     path = Path(sweep_dir) / OVERHEAD_FILE
     return pd.read_csv(path) if path.is_file() else None
@@ -378,8 +417,10 @@ def score_sweep(sweep_dir: Path, publish: Path | None = None,
     text = write_boards(table, overhead, sweep_dir, command or f"bugzoo score {sweep_dir}",
                         [sweep_dir, *([Path(publish)] if publish else [])])
     table.to_csv(sweep_dir / "outcomes.csv", index=False)
-    if publish is not None and overhead is not None:
-        overhead.to_csv(Path(publish) / OVERHEAD_FILE, index=False)
+    if publish is not None:  # what made the board, beside it
+        for name in (OVERHEAD_FILE, store.SWEEP_TIME, store.SPLIT_FILE):
+            if (sweep_dir / name).is_file():
+                shutil.copy(sweep_dir / name, Path(publish) / name)
     return text
 
 
@@ -394,19 +435,26 @@ def with_rows_beside(table: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_boards(table: pd.DataFrame, overhead: pd.DataFrame | None, made_in: Path,
-                 command: str, folders: list[Path]) -> str:
+                 command: str, folders: list[Path], suite_label: str = "") -> str:
     """Score the outcome ``table`` of runs made in the folder ``made_in`` (whose recorded
     commands, versions and split the leaderboard names before ``command``); write
-    leaderboard.md, .csv and the other tables into each of ``folders``; return the Markdown."""
-    board = leaderboard(table, overhead)
-    loud, unproven = apart_board(table, "loud"), apart_board(table, "unproven")
+    leaderboard.md, .csv and the other tables into each of ``folders``; return the Markdown.
+    ``suite_label`` names suites that are not whole (a replay's)."""
+    board = leaderboard(table, overhead, suite_label)
+    loud = apart_board(table, "loud", suite_label)
+    unproven = apart_board(table, "unproven", suite_label)
     effects = unproven_effects(table)
-    categories = category_board(table)
+    categories = category_board(table, suite_label)
     if made_by := store.read_sweep_command(made_in):
         command = f"{made_by}` then `{command}"
     stamp = store.sweep_stamp(made_in) or "Runs made with unrecorded versions"
     text = render(board, loud, unproven, effects, categories, command,
                   f"{stamp} (scored with {versions()})")
+    if lines := beside_published(board):
+        text += "\n".join(["## Beside the published reference", "",
+                           f"The published board is `{PUBLISHED}`, a test-split sweep; a board "
+                           "made here on other runs (a replay of the dev traces, a subset, "
+                           "fewer seeds) is not the same figure.", "", *lines, ""])
     for folder in folders:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "leaderboard.md").write_text(text)
@@ -416,6 +464,13 @@ def write_boards(table: pd.DataFrame, overhead: pd.DataFrame | None, made_in: Pa
         effects.to_csv(folder / "unproven_effects.csv", index=False)
         categories.to_csv(folder / "leaderboard_categories.csv", index=False)
         bug_board(table).to_csv(folder / "leaderboard_bugs.csv", index=False)
+        if len(board):
+            leaderboard_figure(board, folder / "leaderboard.png",
+                               f"Detector leaderboard ({int(board['bugs'].max())} silent bugs)")
+        if len(categories):
+            category_figure(categories, folder / "recall_by_category.png",
+                            "Recall by bug category", set(board.loc[board["role"] == "baseline",
+                                                                    "detector"]))
     return text
 
 
@@ -432,8 +487,8 @@ def main(argv: list[str]) -> int:
     for folder in filter(None, (args.sweep_dir, args.beside)):
         if not Path(folder).is_dir():
             raise UsageError(f"no sweep folder {folder}")
-    command = " ".join(["bugzoo score", args.sweep_dir, *(["--publish"] if args.publish else []),
-                        *(["--beside", args.beside] if args.beside else [])])
+    command = command_line("score", [args.sweep_dir, *(["--publish"] if args.publish else []),
+                                     *(["--beside", args.beside] if args.beside else [])])
     print(score_sweep(Path(args.sweep_dir), Path("results") if args.publish else None, command,
                       Path(args.beside) if args.beside else None))
     return 0

@@ -25,6 +25,7 @@ import pandas as pd
 from scipy import stats
 
 from bugzoo.bugs import get_bug
+from bugzoo.commands import command_line
 from bugzoo.config import compose_run
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
@@ -41,7 +42,6 @@ ALPHA = 0.01
 HEALTH_MARGIN = 0.10  # accuracy a healthy variant may lose to its model's default, on any seed
 VALIDITY_SEEDS = "0,1,2,3,4"
 POWERED_SEEDS = list(range(10))
-COMMAND = "bugzoo validate"
 
 
 @dataclass(frozen=True)
@@ -307,7 +307,7 @@ def main(argv: list[str]) -> int:
         table = summarise(root, plan.buggy, options.seeds,
                           dict.fromkeys(powered, POWERED_SEEDS))
     healthy = health_table(root, plan.clean, options.seeds)
-    write_tables(table, healthy, Path(args.out), " ".join([COMMAND, *argv]))
+    write_tables(table, healthy, Path(args.out), command_line("validate", argv))
     included = table[(table.excluded == "") & (table.unproven == "")] if len(table) else table
     print(f"{int(included.valid.sum()) if len(table) else 0} of {len(included)} default-sweep "
           f"scenarios valid -> {args.out}/validity.md")

@@ -7,7 +7,7 @@ import textwrap
 import pandas as pd
 
 from bugzoo.bugs import BUGS, get_bug, list_bugs
-from bugzoo.detector_registry import DETECTORS
+from bugzoo.detector_registry import DETECTORS, detector_class
 from bugzoo.errors import ArgumentParser, unknown_choice
 from bugzoo.judge.tables import markdown
 from bugzoo.models import MODELS, get_model
@@ -39,9 +39,21 @@ def scenarios_table() -> pd.DataFrame:
 
 
 def detectors_table() -> pd.DataFrame:
-    return pd.DataFrame([{"name": name, "entry_point": ep.value,
-                          "package": ep.dist.name if ep.dist else ""}
-                         for name, ep in sorted(DETECTORS.entry_points().items())])
+    """Every installed detector: what it is (role, scope), whether a plain bench runs it,
+    whether stored runs can be replayed to it, and where it comes from."""
+    rows = []
+    for name, ep in sorted(DETECTORS.entry_points().items()):
+        try:
+            cls = detector_class(name)
+            facts = {"role": cls.role, "scope": cls.scope if cls.role != "baseline" else "",
+                     "default": "yes" if DETECTORS.is_own(name) and cls.run_by_default
+                     else "no", "replayable": "yes" if cls.observation_only else "no"}
+        except ImportError as e:  # an optional tool that is not installed
+            facts = {"role": "?", "scope": "", "default": "no", "replayable": "?",
+                     "note": f"cannot import: {e}"}
+        rows.append({"name": name, **facts, "package": ep.dist.name if ep.dist else "",
+                     "entry_point": ep.value})
+    return pd.DataFrame(rows).fillna("")
 
 
 def list_main(argv: list[str]) -> int:
@@ -69,7 +81,8 @@ def bug_card(bug_id: str) -> str:
         f"{b.id} — {b.title}",
         f"  category: {b.category}   {'LOUD (crashes or hangs)' if b.loud else 'silent'}",
         f"  models:   {', '.join(b.models)}",
-        f"  onset:    {b.onset}",
+        f"  onset:    {b.onset_text}",
+        f"  since:    bugzoo-bench {b.since}",
         f"  check:    {b.check.metric} {b.check.direction} than clean runs",
         "", "SYMPTOM", wrap(b.symptom),
         "", "BUGGY", textwrap.indent(b.buggy, "  "),

@@ -9,6 +9,7 @@ store when present, else are made once with short settings and cached.
 
 from __future__ import annotations
 
+import logging
 import math
 import random
 import sys
@@ -25,6 +26,8 @@ from bugzoo.harness.sweep import select_scenarios, sweep
 from bugzoo.judge.validity import plan_validity_runs
 from bugzoo.scenarios import Scenario, list_scenarios
 from bugzoo.teach.catalogue import bug_card
+
+log = logging.getLogger(__name__)
 
 LETTERS = "ABCD"
 BARS = "▁▂▃▄▅▆▇█"
@@ -82,7 +85,9 @@ def question_runs(scenario: Scenario, stored: Path, cache: Path, steps: int) -> 
         if root == cache:
             plan = plan_validity_runs(store.ensure_writable(root), [scenario.id], [0],
                                       [f"harness.steps={steps}", "harness.eval_interval=10"])
-            sweep(plan.tasks, workers=1, progress=False)
+            log.info("training the runs this question shows (%d, once: cached in %s)",
+                     len(plan.tasks), root)
+            sweep(plan.tasks, workers=1, progress=True)
         buggy, buggy_summary = _traces(root, "buggy", scenario.id)
         clean, clean_summary = _traces(root, "control", scenario.control)
         if buggy_summary and clean_summary:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bugzoo import versions
+from bugzoo import release, versions
 from bugzoo.bugs import ALL_MODELS, CATEGORIES, Bug, flat_id, list_bugs
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
@@ -95,7 +95,7 @@ def bug_page(bug: Bug, curves: Path | None, validity: pd.DataFrame, caught: pd.D
              f"<h1>{esc(bug.id)}: {esc(bug.title)}</h1>",
              f"<p><span class=tag>{esc(bug.category)}</span>"
              f"<span class=tag>{'loud' if bug.loud else 'silent'}</span> models: "
-             f"{esc(', '.join(bug.models))}; onset: {esc(bug.onset)}</p>",
+             f"{esc(', '.join(bug.models))}; onset: {esc(bug.onset_text)}; since bugzoo-bench {esc(bug.since)}</p>",
              "<h2>Symptom</h2>", f"<p>{esc(bug.symptom)}</p>",
              f"<p>Checked as: <code>{esc(bug.check.metric)}</code> "
              f"{esc(bug.check.direction)} than clean runs.</p>"]
@@ -137,18 +137,47 @@ def index_page(bugs: list[Bug], leaderboard: str) -> str:
         "<button id=mode-catalogue onclick=\"setMode('catalogue')\">catalogue</button> "
         "<button id=mode-cards onclick=\"setMode('cards')\">spot the bug</button></p>"
         f"<div id=catalogue>{entries}{leaderboard}</div>"
-        f"<p><small>Made with {esc(versions())}.</small></p>"
+        f"<p><small>Made with {esc(versions())}; {esc(release.stamp())}.</small></p>"
         f"<div id=cards class=hidden><h2>Spot the bug</h2>{cards}</div>")
     return page("bugzoo catalogue", body, SCRIPT)
 
 
-def leaderboard_html(results: Path) -> str:
+# the leaderboard's columns a reader needs first; every other one is a click away
+SHORT_COLUMNS = {"detector": "detector", "role": "role", "score": "score",
+                 "recall": "recall", "matched_false_alarm_rate": "control alarms",
+                 "healthy_false_alarm_rate": "healthy false alarms",
+                 "median_delay_steps": "delay (steps)"}
+FIGURES = ("leaderboard.png", "recall_by_category.png")
+
+
+def short_board(board: pd.DataFrame) -> pd.DataFrame:
+    """The leaderboard in a few columns, each rate with its interval, rounded."""
+    shown = pd.DataFrame({"detector": board["detector"], "role": board["role"]})
+    for column, title in list(SHORT_COLUMNS.items())[2:]:
+        lo, hi = board.get(f"{column}_lo"), board.get(f"{column}_hi")
+        shown[title] = [
+            "–" if pd.isna(v) else f"{v:.2f}" + ("" if lo is None or pd.isna(lo[i])
+                                                else f" [{lo[i]:.2f}, {hi[i]:.2f}]")
+            for i, v in board[column].items()]
+    return shown
+
+
+def leaderboard_html(results: Path, out: Path) -> str:
+    """The leaderboard's figures, a short table of it, and the whole one on demand."""
     csv, md = results / "leaderboard.csv", results / "leaderboard.md"
+    parts = ["<h2>Leaderboard</h2>"]
+    for name in FIGURES:
+        if (results / name).is_file():
+            shutil.copyfile(results / name, out / name)
+            parts.append(f"<p><img src='{name}' alt='{name}' style='max-width:100%'></p>")
     if csv.is_file():
-        return "<h2>Leaderboard</h2>" + table_html(pd.read_csv(csv))
-    if md.is_file():
-        return f"<h2>Leaderboard</h2><pre>{esc(md.read_text())}</pre>"
-    return ""
+        board = pd.read_csv(csv)
+        parts += [table_html(short_board(board)),
+                  f"<details><summary>every column</summary>{table_html(board.round(3))}"
+                  "</details>"]
+    elif md.is_file():
+        parts.append(f"<pre>{esc(md.read_text())}</pre>")
+    return "".join(parts) if len(parts) > 1 else ""
 
 
 def build(results: Path, out: Path, sweep_dir: Path | None) -> Path:
@@ -169,7 +198,7 @@ def build(results: Path, out: Path, sweep_dir: Path | None) -> Path:
         (out / "bugs" / f"{flat_id(bug.id)}.html").write_text(
             bug_page(bug, png if png.is_file() else None, validity, caught))
     index = out / "index.html"
-    index.write_text(index_page(bugs, leaderboard_html(results)))
+    index.write_text(index_page(bugs, leaderboard_html(results, out)))
     return index
 
 
@@ -177,11 +206,17 @@ def main(argv: list[str]) -> int:
     p = ArgumentParser(prog="bugzoo report", description=__doc__.splitlines()[0])
     p.add_argument("--results", type=Path, default=Path("results"),
                    help="where curves/, validity.csv and leaderboard.* are read")
-    p.add_argument("--sweep", type=Path, default=Path("results/runs/bench"),
-                   help="a scored sweep: which detectors catch each bug (skipped if absent)")
+    p.add_argument("--sweep", type=Path, default=None,
+                   help="a scored sweep: which detectors catch each bug (default: "
+                   "results/runs/bench when it is there)")
     p.add_argument("--out", type=Path, default=None, help="default: <results>/report")
     args = p.parse_args(argv)
+    if not args.results.is_dir():
+        raise UsageError(f"no results folder {args.results}")
+    if args.sweep is not None and not args.sweep.is_dir():
+        raise UsageError(f"no sweep folder {args.sweep}")
+    default = Path("results/runs/bench")
     index = build(args.results, args.out or args.results / "report",
-                  args.sweep if args.sweep.is_dir() else None)
+                  args.sweep or (default if default.is_dir() else None))
     print(f"wrote {index} (open it in a browser)")
     return 0
