@@ -11,6 +11,7 @@ import time
 import faults
 import pytest
 
+from bugzoo.commands import command_line
 from bugzoo.config import compose_run
 from bugzoo.detector import Detector
 from bugzoo.detector_registry import load_detector
@@ -18,7 +19,6 @@ from bugzoo.errors import UsageError
 from bugzoo.harness import store, sweep
 from bugzoo.harness.pool import RunTask, run_tasks
 from bugzoo.harness.runner import execute
-from bugzoo.judge import bench
 from bugzoo.judge.scoring import outcomes
 from bugzoo.scenarios import get_scenario
 
@@ -187,7 +187,7 @@ def test_exclusive_detector_gets_a_run_of_its_own(tmp_path):
 
 def test_recorded_command_drops_how_it_ran():
     argv = ["--scenarios", "mlp-*", "--workers", "4", "--no-progress", "--workers=2", "seed=1"]
-    assert bench.recorded_command(argv) == "bugzoo bench --scenarios mlp-* seed=1"
+    assert command_line("bench", argv) == "bugzoo bench --scenarios 'mlp-*' seed=1"
 
 
 def test_sweep_made_by_several_commands_names_each_once(tmp_path):

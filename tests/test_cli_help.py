@@ -9,7 +9,7 @@ import io
 import pytest
 
 from bugzoo.cli import VERBS, main
-from bugzoo.judge import bench
+from bugzoo.commands import command_line
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -77,7 +77,7 @@ def test_paths_that_do_not_exist_are_errors(tmp_path):
 
 def test_recorded_commands_quote_globs_and_keep_include():
     argv = ["--scenarios", "mlp-*", "--include", "my scenarios", "--workers", "2"]
-    assert bench.recorded_command(argv) == \
+    assert command_line("bench", argv) == \
         "bugzoo bench --scenarios 'mlp-*' --include 'my scenarios'"
 
 

@@ -76,6 +76,6 @@ def test_the_detector_guide_tables_every_observation_and_runview_field():
 
     guide = (ROOT / "docs" / "pages" / "detectors.md").read_text()
     for cls in (Observation, RunView):
-        rows = re.findall(rf"^\| `(\w+)` \|", guide.split(f"| `{cls.__name__}` field")[1]
+        rows = re.findall(r"^\| `(\w+)` \|", guide.split(f"| `{cls.__name__}` field")[1]
                           .split("\n\n")[0], re.M)
         assert rows == [f.name for f in dataclasses.fields(cls)], cls.__name__

@@ -81,3 +81,32 @@ def test_the_test_split_draws_and_records_fresh_seeds(test_split):
     assert set(summaries["seed"]) == set(split["seeds"])
     assert f"seeds {', '.join(map(str, split['seeds']))}" in (
         test_split / "leaderboard.md").read_text()
+
+
+def test_bugzoo_check_turns_the_label_peeker_away(tmp_path):
+    """The decoy bugs of ``check_blind`` are planted as real ones are: a detector that reads
+    the planted bug's identity, through any of the routes, fails the conformance suite."""
+    site = faults.install(tmp_path / "site")
+    done = subprocess.run([sys.executable, "-m", "bugzoo.cli", "check", "label_peeker"],
+                          capture_output=True, text=True, timeout=600,
+                          env=faults.env_with(site))
+    assert done.returncode == 1 and "FAIL check_blind: peeking" in done.stderr
+
+
+def test_the_release_is_frozen():
+    """The code that decides a run is the code of the release as committed: a change to a
+    scenario, a bug, a dataset or the shared loop needs a new release and a new manifest."""
+    import json
+    from pathlib import Path
+
+    from bugzoo import release
+
+    committed = json.loads((Path(__file__).resolve().parents[1] / release.MANIFEST).read_text())
+    live = release.manifest()
+    changed = sorted(sid for sid in live["scenarios"]
+                     if live["scenarios"][sid] != committed["scenarios"].get(sid))
+    assert not changed and live["shared"] == committed["shared"], (
+        f"changed since {committed['release']} ({changed[:5]}, shared code "
+        f"{'changed' if live['shared'] != committed['shared'] else 'same'}): make a new release "
+        "(python -m bugzoo.release, CHANGELOG.md)")
+    assert live["digest"] == committed["digest"]

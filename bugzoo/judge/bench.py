@@ -63,20 +63,6 @@ def the_split(out: Path, name: str, seeds: list[int]) -> Split:
     return split
 
 
-def recorded_command(argv: list[str]) -> str:
-    """The bench command line as a sweep records it: without the options that change how it
-    runs but not what it makes (``--workers N``, ``--no-progress``)."""
-    kept, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg == "--workers":
-            skip = True
-        elif arg != "--no-progress" and not arg.startswith("--workers="):
-            kept.append(arg)
-    return command_line("bench", kept)
-
-
 def measure_overhead(out: Path, models: list[str], detectors: list[str], workers: int,
                      blocks: int, progress: bool) -> None:
     """What each detector and suite costs a user on each model, as ``bugzoo perf overhead``
@@ -155,7 +141,7 @@ def main(argv: list[str]) -> int:
     split = the_split(out, args.split, options.seeds)
     tasks = plan_runs(scenarios, split, overrides, chosen, out, timeout, pairs=True)
     remove_partial(out)
-    store.write_sweep_command(out, recorded_command(argv))
+    store.write_sweep_command(out, command_line("bench", argv))
     log.info("sweep %s (%s split): %d scenarios x %d seeds, buggy runs paired with their "
              "controls, detectors %s, %d workers -> %s", name, split.name, len(scenarios),
              len(split.seeds), ", ".join(chosen), options.workers, out)

@@ -15,6 +15,7 @@ model and raises :class:`ConformanceError` with a message naming the broken rule
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 import secrets
@@ -33,6 +34,7 @@ from omegaconf import open_dict
 from torch import nn
 
 from bugzoo.bugs import CATEGORIES, Bug, SymptomCheck, bug_modules, get_bug
+from bugzoo.bugs.base import from_onset, patch_method
 from bugzoo.config import compose_run
 from bugzoo.detector import Alarm, Detector
 from bugzoo.detector_registry import load_detector
@@ -254,11 +256,31 @@ def check_teardown_removes_hooks(make: Factory) -> None:
         raise ConformanceError("teardown() left hooks or patches behind: " + ", ".join(left))
 
 
-def _decoy(category: str) -> Bug:
-    return Bug(id=f"decoy_{secrets.token_hex(4)}", title="decoy", category=category,
-               symptom="none", check=SymptomCheck("final_loss", "higher"),
-               explanation="a no-op bug",
-               buggy="", fixed="")
+DECOY_ONSET = 5  # where a decoy's plant would start, if it did anything
+
+
+class DecoyBug(Bug):
+    """A bug planted as a real one is (a patch of a seam of the loop, from its onset, with the
+    bug in its module's globals and the module's file name in its code), whose replacement
+    does exactly what the clean seam does: nothing a detector may react to."""
+
+    def before_build(self, trainer) -> None:
+        patch_method(trainer, "zero_grad", self.replacement, active=from_onset(trainer))
+
+
+def _decoy(category: str) -> DecoyBug:
+    """A decoy with a random id, its plant's code compiled as if from its own bug module."""
+    bug_id = f"decoy_{secrets.token_hex(4)}"
+    source = ("def zero_grad(self):\n"
+              "    self.optimizer.zero_grad(set_to_none=True)  # what the clean seam does\n")
+    namespace: dict = {"__name__": f"bugzoo.bugs.{bug_id}"}
+    exec(compile(source, f"bugzoo/bugs/{bug_id}.py", "exec"), namespace)
+    bug = DecoyBug(id=bug_id, title="decoy", category=category, symptom="none",
+                   check=SymptomCheck("final_loss", "higher"), explanation="a no-op bug",
+                   buggy="", fixed="", onset=DECOY_ONSET)
+    namespace["BUG"] = bug
+    object.__setattr__(bug, "replacement", namespace["zero_grad"])
+    return bug
 
 
 def _reachable(root, limit: int = 20000) -> Iterator[object]:
@@ -312,20 +334,24 @@ def _reachable_strings(root) -> set[str]:
 def check_blind(make: Factory) -> None:
     """The detector cannot tell which bug is planted.
 
-    Two no-op decoy bugs with random ids and different categories leave the run unchanged, so
-    alarms must equal those on the clean run; a detector that finds the planted bug (through
-    gc, the stack, the trainer, env vars, ...) and reacts to it is caught. Alarm texts must
+    Two decoy bugs with random ids and different categories, planted as real ones are (a
+    patched seam from an onset, the bug in the patch's module globals and its id in the code's
+    file name, the bug in the run's configuration, the Trainer and the caller's frames), change
+    nothing in the run, so alarms must equal those on the clean run; a detector that finds the
+    planted bug (through globals, code objects, closures, frames, gc, env vars, ...) and reacts
+    to it is caught. Alarm texts must
     not contain the decoy's id. Also scans what a detector can read in a real buggy run for
     the bug id: the strings reachable from the RunView (through attributes, closures and bound
     methods), the environment, and which bug modules ``sys.modules`` holds at its setup (all
     of them, or it would single out the planted one).
     """
     cfg = _cfg(*TROUBLED)
+    gc.collect()  # the patches of earlier runs in this process must not be found instead
     clean = _alarms(_run(cfg, [make()]))
     for category in ("loss", "optim"):
         decoy = _decoy(category)
         with open_dict(cfg):
-            cfg.bug = {"id": decoy.id, "onset": 0, "params": {}}
+            cfg.bug = {"id": decoy.id, "onset": DECOY_ONSET, "params": {}}
         try:
             alarms = _alarms(_run(cfg, [make()], bug=decoy))
         finally:

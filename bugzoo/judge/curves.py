@@ -191,7 +191,8 @@ def curves(bug_id: str, models: list[str] | None, patterns: list[str] | None, se
            progress: bool = True) -> list[Path]:
     """Run (or reuse) the bug's scenarios and controls over ``seeds`` and draw them: the
     scenarios whose bug is there from step 0 into ``<bug>.png``, those that start mid-run into
-    ``<bug>-midrun.png``, each with its data as Parquet beside it. Returns the figures."""
+    ``<bug>-midrun.png`` (into ``<bug>.png`` when every one does), each with its data as
+    Parquet beside it. Returns the figures."""
     bug = get_bug(bug_id)
     chosen = [m for m in bug.models if not models or m in models]
     if models and not chosen:
@@ -205,8 +206,9 @@ def curves(bug_id: str, models: list[str] | None, patterns: list[str] | None, se
     sweep(plan.tasks, workers, progress=progress)
     rows = [load_row(runs_root, scenario.id, scenario.control, seeds) for scenario in plan.buggy]
     pngs = []
-    for suffix, group in (("", [r for r in rows if not r.onset]),
-                          ("-midrun", [r for r in rows if r.onset])):
+    from_start, midrun = [r for r in rows if not r.onset], [r for r in rows if r.onset]
+    # a bug whose every scenario starts mid-run has those in its main figure
+    for suffix, group in (("", from_start or midrun), ("-midrun", midrun if from_start else [])):
         if group:
             png = out / f"{flat_id(bug_id)}{suffix}.png"
             draw(bug_id, group, len(seeds), png, command).to_parquet(

@@ -21,7 +21,7 @@ IGNORED = {"runs", "report"}  # raw runs and the HTML report: made locally, neve
 # the order of the rows: the reference figures first, then the folders
 ORDER = ("leaderboard", "recall_by_category", "unproven_effects", "overhead", "sweep_time",
          "split", "release", "validity", "health", "tools", "perf/", "curves/", "traces/",
-         "gpu/")
+         "gpu/", "history/")
 COMMAND = re.compile(r"(?:Regenerate with|Made by) (`[^`]+`(?: then `[^`]+`)*)")
 
 
@@ -66,6 +66,10 @@ FIXED = [
     Entry(("split.json",), "The test split the reference board was scored on: its training "
           "seeds and data-seed offsets, drawn from OS entropy, and when",
           "`bugzoo bench --split test --sweep test`", linked=False),
+    Entry(("history/*",), "The 0.1 leaderboard (run-level J over seeds 0-2, each buggy run "
+          "against every clean run), kept to show how the 1.0 scoring moved each figure",
+          "`bugzoo bench` then `bugzoo score results/runs/bench --publish` (bugzoo 0.1.0)",
+          linked=False),
     Entry(("release.json",), "The release's manifest: every scenario's config, bug code and "
           "data generator hashes, the shared code's hash and the release digest every run "
           "carries", "`python -m bugzoo.release`", linked=False),
@@ -116,7 +120,8 @@ permutation test of rank sums for metrics (5 against 5 seeds cannot go below 1/2
 exact test for events. Benjamini-Hochberg q-values run across every scenario tested, and a
 scenario is valid at q < 0.01. Each effect (difference of medians, or of event rates) carries a
 95% bootstrap interval. Unproven scenarios give their measured reason and are expected not to
-manifest; one whose effect interval excludes 0 is tested again over 10 seeds. The last section, and `health.csv`, hold the healthy variants: each must train within
+manifest. A scenario not valid over 5 seeds although its effect interval excludes 0 is tested
+again over 10. The last section, and `health.csv`, hold the healthy variants: each must train within
 0.10 validation accuracy of its model's default in every seed.
 
 ## Reading the speed tables

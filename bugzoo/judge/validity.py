@@ -8,9 +8,10 @@ for the many scenarios tested; a scenario is valid at q < alpha (0.01). Runs are
 ``results/runs/validity/{buggy,control}/`` and reused on later calls. Excluded scenarios are
 validated too, so ``validity.md`` shows what "does not manifest" measured.
 
-A scenario marked ``unproven`` (its symptom not proven in its setting) whose effect interval
-nevertheless excludes 0 is tested again over ``POWERED_SEEDS`` (10 seeds: an exact p-value down
-to 1/184,756): one that then passes has a symptom after all, and its mark should go.
+A scenario that is not valid over 5 seeds although its effect interval excludes 0 is tested
+again over ``POWERED_SEEDS`` (10 seeds: an exact p-value down to 1/184,756): 5 seeds could not
+prove a real effect. One marked ``unproven`` that then passes has a symptom after all, and its
+mark should go.
 """
 
 from __future__ import annotations
@@ -153,12 +154,12 @@ def plan_validity_runs(root: Path, patterns: list[str] | None, seeds: list[int],
 
 
 def to_power(table: pd.DataFrame, seeds: list[int]) -> list[str]:
-    """The unproven scenarios whose effect interval excludes 0, when tested over fewer seeds
-    than ``POWERED_SEEDS``."""
+    """The scenarios not valid although their effect interval excludes 0, when tested over
+    fewer seeds than ``POWERED_SEEDS``."""
     if not len(table) or len(seeds) >= len(POWERED_SEEDS):
         return []
     excludes_zero = (table.effect_lo > 0) | (table.effect_hi < 0)
-    return sorted(table.scenario[(table.unproven != "") & excludes_zero])
+    return sorted(table.scenario[~table.valid & excludes_zero])
 
 
 def read_metric(root: Path, sweep_dir: str, scenario: str, seeds: list[int], metric: str) -> list:
@@ -228,7 +229,7 @@ def write_tables(table: pd.DataFrame, healthy: pd.DataFrame, out_dir: Path,
     out_dir.mkdir(parents=True, exist_ok=True)
     table.to_csv(out_dir / "validity.csv", index=False)
     healthy.to_csv(out_dir / "health.csv", index=False)
-    seeds = int(table.seeds.max()) if len(table) else 0
+    seeds = int(table.seeds.min()) if len(table) else 0
     shown = table.assign(
         p_value=table.p_value.map(lambda p: f"{p:.2g}"),
         q_value=table.q_value.map(lambda q: f"{q:.2g}"),
@@ -241,7 +242,7 @@ def write_tables(table: pd.DataFrame, healthy: pd.DataFrame, out_dir: Path,
         f"Regenerate with `{command}`. Each scenario's declared symptom (an outcome: loss, "
         "accuracy, divergence, a crash or hang, memory, time, or disagreement between runs), "
         "buggy runs against runs of its matched clean control (the clean scenario with the "
-        f"same settings), {seeds} seeds each (an unproven scenario whose effect interval "
+        f"same settings), {seeds} seeds each (one not valid although its effect interval "
         f"excludes 0 is tested again over {len(POWERED_SEEDS)}). Exact one-sided p-values: a "
         "permutation test of "
         "the rank sums (metrics) or Fisher's exact test (events); Benjamini-Hochberg q-values "
@@ -300,8 +301,8 @@ def main(argv: list[str]) -> int:
     sweep(plan.tasks, options.workers, progress=options.progress)
     table = summarise(root, plan.buggy, options.seeds)
     if powered := to_power(table, options.seeds):
-        log.info("unproven scenarios with an effect interval that excludes 0, tested again "
-                 "over %d seeds: %s", len(POWERED_SEEDS), ", ".join(powered))
+        log.info("not valid, with an effect interval that excludes 0: tested again over %d "
+                 "seeds: %s", len(POWERED_SEEDS), ", ".join(powered))
         more = plan_validity_runs(root, powered, POWERED_SEEDS, args.overrides)
         sweep(more.tasks, options.workers, progress=options.progress)
         table = summarise(root, plan.buggy, options.seeds,
