@@ -48,6 +48,7 @@ def fake_scenarios(tmp_path, monkeypatch):
     monkeypatch.setattr(registry, "SCENARIO_DIR", folder)
     for module in (bugs, registry):
         monkeypatch.setattr(module, "get_bug", fake.__getitem__)
+    monkeypatch.setattr(registry, "bug_ids", lambda: list(fake))
     registry.registry.cache_clear()
     yield folder
     registry.registry.cache_clear()

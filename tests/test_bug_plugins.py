@@ -168,7 +168,8 @@ def test_a_malformed_file_names_the_file_and_the_line(folder, text, line, proble
 def test_an_include_that_is_no_folder_is_refused(tmp_path, folder):
     assert fails("list", "scenarios", "--include", str(tmp_path / "nope")) == (
         f"bugzoo list: error: --include {tmp_path / 'nope'}: not a folder")
-    assert "--include needs a folder" in fails("validate", "--include")
+    assert "--include needs a folder" in fails("run", "--include")  # taken before Hydra parses
+    assert "argument --include: expected one argument" in fails("validate", "--include")
 
 
 # ---------------------------------------------------------------- check-bug

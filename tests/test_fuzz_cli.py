@@ -151,7 +151,7 @@ def test_missing_or_unwritable_results_folder(stored, sub, verb, tmp_path):
     if verb == "run":
         line = fails(["run", "scenario=mlp-clean", f"harness.out_dir={target}"])
     elif verb == "bench":
-        line = fails(["bench", "--scenarios", "mlp-clean", "--out", str(target)])
+        line = fails(["bench", "--scenarios", "mlp-double_softmax", "--out", str(target)])
     else:
         line = fails(["score", str(tmp_path / sub)])
     assert "not writable" in line or "no sweep folder" in line

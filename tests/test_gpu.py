@@ -75,6 +75,24 @@ def test_the_sign_check_reads_each_direction():
     assert gpu.shows("varies", 1.0, 2.0) is None
 
 
+def test_each_buggy_run_is_compared_with_its_own_platforms_twin():
+    def runs(buggy: float, twin: float, crashed_twin: bool = False) -> pd.DataFrame:
+        return pd.DataFrame([
+            {"scenario": "mlp-double_softmax", "seed": 0, "role": "buggy",
+             "bug": "double_softmax", "final_val_loss": buggy, "outcome": "completed"},
+            {"scenario": "mlp-double_softmax", "seed": 0, "role": "control",
+             "bug": "double_softmax", "final_val_loss": twin, "outcome": "completed"},
+            {"scenario": "mlp-double_softmax", "seed": 1, "role": "buggy",
+             "bug": "double_softmax", "final_val_loss": 0.0, "outcome": "completed"},
+            {"scenario": "mlp-clean", "seed": 0, "role": "clean", "bug": None,
+             "final_val_loss": 9.0, "outcome": "completed"}])
+
+    [row] = gpu.beside_cpu(runs(2.0, 1.0), runs(1.0, 2.0)).itertuples()
+    assert (row.scenario, row.cuda_buggy, row.cuda_control, row.cpu_buggy, row.cpu_control) == (
+        "mlp-double_softmax", 2.0, 1.0, 1.0, 2.0)
+    assert row.cuda_shows and not row.cpu_shows and row.agreement == "differs"
+
+
 def test_setup_installs_only_missing_wheels_and_names_a_missing_one(tmp_path):
     for package, version in gpu_setup.CARRIED.items():
         (tmp_path / f"{gpu_setup.wheel_name(package, version)}py3-none-any.whl").touch()

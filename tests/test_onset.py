@@ -7,6 +7,8 @@ device_mismatch needs CUDA.)
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 from conftest import scenario_onset
 
@@ -20,6 +22,12 @@ from bugzoo.telemetry import TIMING_COLUMNS
 
 def stable(trace):
     return trace.drop(columns=[c for c in TIMING_COLUMNS if c in trace.columns])
+
+
+@functools.cache
+def clean_trace(control: str, *short: str):
+    """A control's trace, once per process for each length: many scenarios share a control."""
+    return stable(execute(compose_run([f"scenario={control}", *short])).trace)
 
 
 MID_RUN = [s for s in list_scenarios() if not s.clean and not s.isolate and not s.needs_cuda
@@ -38,7 +46,7 @@ def test_a_mid_run_scenario_equals_its_control_until_onset(scenario):
     # leak bigger, and cost a minute here
     short = [f"harness.steps={onset + 3}", "harness.eval_interval=1000", "harness.batch_size=32"]
     buggy = stable(execute(compose_run([f"scenario={scenario.id}", *short])).trace)
-    clean = stable(execute(compose_run([f"scenario={scenario.control}", *short])).trace)
+    clean = clean_trace(scenario.control, *short)
     assert buggy.iloc[:onset].equals(clean.iloc[:onset]), "the plant shows before its onset"
     assert len(buggy) == len(clean) == onset + 3
 
@@ -56,8 +64,7 @@ def test_a_bug_that_honours_onset_is_invisible_before_it(bug):
     short = [f"harness.steps={ONSET + 2}", "harness.eval_interval=3"]
     buggy = stable(execute(compose_run([f"scenario={scenario.id}", f"bug.onset={ONSET}",
                                         *short])).trace)
-    clean = stable(execute(compose_run([f"scenario={scenario.control}", *short])).trace)
-    assert buggy.iloc[:ONSET].equals(clean.iloc[:ONSET])
+    assert buggy.iloc[:ONSET].equals(clean_trace(scenario.control, *short).iloc[:ONSET])
 
 
 REFUSING = [b for b in list_bugs() if not b.honours_onset]

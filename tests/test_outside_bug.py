@@ -92,9 +92,10 @@ def test_list_run_bench_validate_and_curves_on_the_example(installed, tmp_path):
     cli("bench", "--quick", *include, "--scenarios", "mlp-mylab--*", "--detectors", "nonfinite",
         "--no-overhead", "--no-progress", "--workers", "1", "--out", str(tmp_path / "bench"))
     board = pd.read_csv(tmp_path / "bench" / "leaderboard.csv").set_index("detector")
-    assert board.loc["nonfinite", "buggy_runs"] == 1 and board.loc["nonfinite", "clean_runs"] == 1
-    stored = {p.parent.parent.name for p in (tmp_path / "bench").glob("*/seed0/summary.json")}
-    assert stored == {SCENARIO, "mlp-clean"}  # the plug-in's scenario brings its control
+    assert board.loc["nonfinite", "pairs"] == 1  # the buggy run against its disarmed twin
+    stored = {p.parent.relative_to(tmp_path / "bench").as_posix()
+              for p in (tmp_path / "bench").glob("*/seed0*/summary.json")}
+    assert stored == {f"{SCENARIO}/seed0", f"{SCENARIO}/seed0.control"}  # run and its twin
 
     runs, seeds = str(tmp_path / "validity"), ("--seeds", "0,1")
     cli("validate", *include, "--scenarios", SCENARIO, *seeds, "--runs", runs, "--out",

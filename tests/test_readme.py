@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from bugzoo.judge.tables import markdown
 from bugzoo.teach.catalogue import bugs_table
@@ -61,33 +62,74 @@ def test_ci_runs_readme_test_command():
     assert commands[1].strip() in ci
 
 
+def sweep_time() -> tuple[float, int, int, int]:
+    """The reference sweep's recorded minutes, the runs they made, its runs in all (the test
+    split runs the plan of the published dev runs) and the cores it ran on."""
+    sweep = pd.read_csv(RESULTS / "sweep_time.csv")
+    total = len(pd.read_parquet(RESULTS / "traces" / "runs.parquet"))
+    return (sweep["wall_s"].sum() / 60, int(sweep["runs_made"].sum()), total,
+            int(sweep["cpus"].iloc[0]))
+
+
+def suite_rows(b: pd.DataFrame) -> str:
+    """The headline table's rows of docs/pages/scoring.md, from the leaderboard."""
+    suite = b.loc["suite: built-ins"]
+    judged = int(suite["hits"] + suite["misses"])
+    scores = [("always_alarm", "never_alarm", "random_alarm"),
+              ("settings_reader", "trace_memoriser")]
+    rows = [
+        f"| `suite: built-ins`, score | {interval(suite, 'score')} |",
+        f"| `suite: generic`, score | {interval(b.loc['suite: generic'], 'score')} |",
+        f"| `suite: built-ins`, recall | {interval(suite, 'recall')} ({int(suite['hits'])} "
+        f"hits of {judged} judged pairs, {int(suite['early'])} early) |",
+        f"| `suite: built-ins`, control alarms | "
+        f"{interval(suite, 'matched_false_alarm_rate')} ({int(suite['control_alarms'])} of "
+        f"{judged} twins) |",
+        f"| `suite: built-ins`, healthy false alarms | "
+        f"{interval(suite, 'healthy_false_alarm_rate')} ({int(suite['false_alarms'])} of "
+        f"{int(suite['clean_runs'])} runs) |",
+        f"| `suite: built-ins`, diagnosis accuracy | {interval(suite, 'diagnosis_accuracy')} |",
+        f"| `suite: built-ins`, median delay, bugs from step 0 / mid-run bugs | "
+        f"{suite['median_delay_steps']:g} / {suite['median_delay_steps_midrun']:g} steps |",
+        f"| `suite: built-ins`, a run's time with the suite / the bare loop's | "
+        f"{suite['overhead']:.2f} x |",
+        *(f"| {' / '.join(f'`{d}`' for d in names)}, score | "
+          f"{' / '.join(interval(b.loc[d], 'score') for d in names)} |" for names in scores)]
+    return "\n".join(rows)
+
+
 def test_readme_headline_figures_match_committed_results():
     """README's leaderboard, validity and GPU lines are the figures in results/."""
     text = flat(README)
     b = board()
     suite = b.loc["suite: built-ins"]
-    runs = int(suite["buggy_runs"] + suite["clean_runs"]) + sum(
-        int(pd.read_csv(RESULTS / f"leaderboard_{kind}.csv")["runs"].iloc[0])
-        for kind in ("loud", "latent"))
-    assert f"({runs} runs on CPU" in text
+    assert (f"{int(suite['pairs'])} pairs of buggy and control runs over {int(suite['bugs'])} "
+            f"silent bugs, and {int(suite['clean_runs'])} runs of healthy variants") in text
     assert f"suite of {int((b['role'] == 'heuristic').sum())} heuristics" in text
     assert f"scores **{interval(suite, 'score')}**" in text
-    assert (f"catches {int(suite['hits'])} of {int(suite['buggy_runs'])} silent buggy runs and "
-            f"false-alarms on {int(suite['false_alarms'])} of {int(suite['clean_runs'])} "
-            "clean runs") in text
-    baselines = " / ".join(f"{b.loc[d, 'score']:.2f}" for d in
-                           ("always_alarm", "never_alarm", "random_alarm"))
-    assert f"score {baselines}." in text
+    assert (f"Its recall is {interval(suite, 'recall')} and its control alarms "
+            f"{interval(suite, 'matched_false_alarm_rate')}; on healthy variants it alarms on "
+            f"{interval(suite, 'healthy_false_alarm_rate')} of runs") in text
+    for names in (("always_alarm", "never_alarm", "random_alarm"),
+                  ("settings_reader", "trace_memoriser")):
+        assert " / ".join(interval(b.loc[d], "score") for d in names) in text, names
+        assert all(b.loc[d, "score_lo"] <= 0 <= b.loc[d, "score_hi"] for d in names), (
+            "a row that detects nothing must score about 0 within its interval")
+    old = pd.read_csv(RESULTS / "history" / "leaderboard-0.1.csv").set_index("detector")
+    assert f"The 0.1 board's {interval(old.loc['suite: built-ins'], 'score')}" in text
+    minutes, made, total, cores = sweep_time()
+    assert f"test-split sweep takes about {minutes * total / made:.0f} min on {cores} cores" \
+        in text
+    # the main command's sweep has the reference sweep's plan, on the dev seeds
+    assert (f"({total} runs and the overhead pairs, about {minutes * total / made:.0f} minutes "
+            f"on {cores} cores") in text
     validity = pd.read_csv(RESULTS / "validity.csv")
-    assert f"{int(validity['valid'].sum())} manifest, and {int(validity['latent'].notna().sum())}"\
-        " are latent" in text
-    tools = (RESULTS / "tools.md").read_text()
-    anomaly = re.search(r"PyTorch anomaly mode \((\d\.\d\d \[[^]]+\])", text).group(1)
-    assert f"| `anomaly` (PyTorch `detect_anomaly`) | seeds 0-2 | {anomaly} |" in tools
+    assert f"{int(validity['valid'].sum())} manifest, and " \
+        f"{int(validity['unproven'].notna().sum())} are unproven" in text
     gpu = pd.read_csv(RESULTS / "gpu" / "catalogue.csv")
     same, differs = (gpu["agreement"] == "same").sum(), gpu[gpu["agreement"] == "differs"]
-    assert f"{same} of {len(gpu)} buggy scenarios (it differs for {len(differs)}, all latent)" \
-        in text and differs["latent"].all()
+    assert f"{same} of {len(gpu)} buggy scenarios (it differs for {len(differs)}, all unproven)" \
+        in text and differs["latent"].all()  # results/gpu keeps the column name it was made with
     cuda = pd.read_csv(RESULTS / "gpu" / "catalogue_leaderboard.csv").set_index("detector")
     cuda = cuda.loc["suite: built-ins"]
     assert (f"scores {interval(cuda, 'score')} at seed 0 with false alarms on "
@@ -100,15 +142,14 @@ def test_quoted_figures_match_committed_results():
     """The leaderboard and speed figures the guides quote are the ones in results/."""
     b = board()
     suite = b.loc["suite: built-ins"]
-    assert f"| `suite: built-ins`, score | {interval(suite, 'score')} |" in SCORING
-    assert f"| {interval(suite, 'recall')} ({int(suite['hits'])} hits" in SCORING
-    alarms = f"{int(suite['false_alarms'])} of {int(suite['clean_runs'])} runs"
-    assert f"| {alarms}, {interval(suite, 'false_alarm_rate')} |" in SCORING
-    assert f"**{int(suite['clean_runs'])} clean runs**" in SCORING and suite["clean_runs"] >= 200
-    assert f"The {int(suite['false_alarms'])} false alarms are" in SCORING
-    baselines = " / ".join(f"{b.loc[d, 'score']:.2f}" for d in
-                           ("always_alarm", "never_alarm", "random_alarm"))
-    assert f"| {baselines} [{b.loc['random_alarm', 'score_lo']:.2f}, " in SCORING
+    assert suite_rows(b) in SCORING, "the headline table should read:\n" + suite_rows(b)
+    assert (f"{int(suite['bugs'])} silent bugs in {int(suite['pairs'])} pairs of buggy and "
+            f"control runs, and {int(suite['clean_runs'])} runs of healthy variants") \
+        in flat(SCORING)
+    minutes, made, total, cores = sweep_time()
+    assert (f"The sweep takes about {minutes * total / made:.0f} min on {cores} cores, projected "
+            f"from its recorded command: {made} of its {total} runs and the overhead pairs in "
+            f"{minutes:.0f} min") in flat(SCORING)
     overhead = pd.read_csv(RESULTS / "perf" / "overhead.csv")
     ratio = overhead.set_index(["variant", "model"])["median_x"]
     suite_x = " / ".join(f"{ratio['suite: built-ins', m]:.2f}"
@@ -117,9 +158,23 @@ def test_quoted_figures_match_committed_results():
     telemetry = " / ".join(f"{ratio['telemetry', m]:.2f}"
                            for m in ("mlp", "lstm", "transformer", "resnet"))
     assert f"| {telemetry} x" in SPEED
-    sweep = pd.read_csv(RESULTS / "perf" / "sweep.csv").set_index("workers")
-    assert f"| {sweep.loc[2, 'efficiency']:.2f} (1 worker: {sweep.loc[1, 'efficiency']:.2f}" \
-        in SPEED
+    efficiency = pd.read_csv(RESULTS / "perf" / "sweep.csv").set_index("workers")["efficiency"]
+    assert f"| {efficiency[2]:.2f} (1 worker: {efficiency[1]:.2f}" in SPEED
+    assert (f"test split: {total} runs, then the overhead pairs" in SPEED and
+            f"| about {minutes * total / made:.0f} min on {cores} cores, projected from its "
+            f"recorded command ({made} runs and the pairs in {minutes:.0f} min" in SPEED)
+
+
+def test_the_boards_overhead_is_the_run_weighted_paid_overhead():
+    """The suite's overhead column is overhead.csv's per-model ``paid_x``, weighted by the
+    model's share of the scored runs (the test split has the dev split's scenarios, so the
+    published dev runs give the weights)."""
+    runs = pd.read_parquet(RESULTS / "traces" / "runs.parquet")
+    silent = runs[~runs["loud"] & ~runs["unproven"]]
+    weights = silent.groupby("model").size()
+    paid = pd.read_csv(RESULTS / "overhead.csv").set_index(["variant", "model"])["paid_x"]
+    expected = sum(paid["suite: built-ins", m] * n for m, n in weights.items()) / weights.sum()
+    assert board().loc["suite: built-ins", "overhead"] == pytest.approx(expected, abs=0.005)
 
 
 def test_quoted_validity_figures_match_committed_results():
@@ -136,7 +191,7 @@ def test_quoted_validity_figures_match_committed_results():
         row = validity.loc[scenario]
         assert (f"{row['effect']:+.3f} [{row['effect_lo']:+.3f}, {row['effect_hi']:+.3f}]"
                 in text), scenario
-    assert f"**Latent** ({int(validity['latent'].notna().sum())} scenarios" in text
+    assert f"**Unproven** ({int(validity['unproven'].notna().sum())} scenarios" in text
     ddp = validity.loc["resnet-ddp_unsynced"]
     assert f"+{ddp['effect']:.3f} validation loss, p = {ddp['p_value']:.3f}" in text
 
@@ -165,5 +220,64 @@ def test_quoted_category_recalls_match_committed_results():
     """The per-category recall line is the suite's rows of leaderboard_categories.csv."""
     table = pd.read_csv(RESULTS / "leaderboard_categories.csv")
     suite = table[table["detector"] == "suite: built-ins"].sort_values("category")
-    quoted = ", ".join(f"{r.category} {r.recall:.2f} ({r.runs})" for r in suite.itertuples())
+    quoted = ", ".join(f"{r.category} {r.recall:.2f} ({r.bugs})" for r in suite.itertuples())
     assert quoted in flat(SCORING), f"the category line should read: {quoted}"
+
+
+def test_where_the_time_goes_is_the_published_runs_wall_time():
+    """Speed's run-time breakdown is ``wall_s`` of the published dev runs."""
+    runs = pd.read_parquet(RESULTS / "traces" / "runs.parquet")
+    share = runs.groupby("role")["wall_s"].sum() / runs["wall_s"].sum()
+    per_scenario = runs.groupby("scenario")["wall_s"].mean()
+    two_ranks = per_scenario[[s for s in per_scenario.index
+                              if s.endswith(("ddp_unsynced", "rank_skip"))]]
+    text = flat(SPEED)
+    assert (f"The published dev sweep's {len(runs)} runs (`wall_s` in "
+            f"`results/traces/runs.parquet`") in text
+    assert f"add up to {runs['wall_s'].sum():.0f} s of run time" in text
+    assert (f"are {share['control']:.0%} of it and the healthy variants "
+            f"{share['clean']:.0%}") in text
+    assert f"`loss_tensor_kept`, {per_scenario['transformer-loss_tensor_kept']:.0f} s a run" \
+        in text
+    assert f"{two_ranks.min():.0f}-{two_ranks.max():.0f} s a run" in text
+
+
+def test_the_suites_misses_and_false_alarms_are_the_published_outcomes():
+    """Every count the misses section quotes is the suite's outcomes on the published runs."""
+    from bugzoo.judge.outcomes import with_suites
+    from bugzoo.judge.scoring import silent
+
+    table = silent(with_suites(pd.read_parquet(RESULTS / "outcomes.parquet")))
+    suite = table[table["detector"] == "suite: built-ins"]
+    section = flat(SCORING.split("## What the suite misses")[1].split("\n## ")[0])
+    buggy, twins = suite[suite["run_role"] == "buggy"], suite[suite["run_role"] == "control"]
+    healthy = suite[suite["run_role"] == "clean"]
+    missed = buggy[buggy["outcome"] == "miss"]
+    assert f"misses **{len(missed)} of {len(buggy)}** buggy runs" in section
+    for scenario, n in missed.groupby("scenario").size().items():
+        assert f"`{scenario}` ({n})" in section, scenario
+    members = table[(table["role"] == "heuristic") & (table["outcome"] == "false_alarm")]
+    for runs, quoted in ((twins, f"alarms on **{{}} of {len(twins)}** twins"),
+                         (healthy, f"it alarms on **{{}} of {len(healthy)}** runs")):
+        alarmed = runs[runs["outcome"] == "false_alarm"]
+        assert quoted.format(len(alarmed)) in section
+        # each alarmed run once, under the member that alarmed first
+        first = members.merge(alarmed[["scenario", "seed", "run_role", "alarm_step"]])
+        for (detector, scenario), n in first.groupby(["detector", "scenario"]).size().items():
+            assert f"on `{scenario}` ({n})" in section and f"`{detector}` on" in section, (
+                detector, scenario)
+
+
+def moves_table() -> str:
+    """Each detector's score on the 0.1 board beside the 1.0 board, in the 1.0 board's order."""
+    old = pd.read_csv(RESULTS / "history" / "leaderboard-0.1.csv").set_index("detector")
+    rows = ["| detector | 0.1: dev seeds, every clean run | 1.0: test split, paired |",
+            "|---|---|---|"]
+    for detector, row in board().iterrows():
+        before = interval(old.loc[detector], "score") if detector in old.index else "–"
+        rows.append(f"| `{detector}` | {before} | {interval(row, 'score')} |")
+    return "\n".join(rows)
+
+
+def test_the_moves_from_0_1_are_both_boards():
+    assert moves_table() in SCORING, "the moves table should read:\n" + moves_table()

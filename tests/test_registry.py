@@ -3,9 +3,11 @@ detector of the registry meets."""
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 from conftest import scenario_onset
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from bugzoo.bugs import bug_ids, get_bug, list_bugs
 from bugzoo.cli import main
@@ -111,19 +113,25 @@ def test_every_bug_has_a_card_a_config_and_a_scenario_per_model(bug, summary_fie
 BUGGY = [s for s in list_scenarios() if not s.clean]
 
 
+@functools.cache
+def composed_on_cuda(scenario_id: str) -> DictConfig:
+    """The scenario's run config on a CUDA device (so CUDA-only bugs compose), composed once
+    per process: many buggy scenarios share a control."""
+    return compose_run([f"scenario={scenario_id}", "harness.device=cuda"])
+
+
+def settings(cfg: DictConfig) -> dict:
+    """Everything a run is set to, but its bug and scenario labels."""
+    return {k: v for k, v in OmegaConf.to_container(cfg, resolve=True).items()
+            if k not in ("scenario", "bug", "description", "excluded", "unproven")}
+
+
 @pytest.mark.parametrize("scenario", BUGGY, ids=[s.id for s in BUGGY])
 def test_every_buggy_scenario_has_a_matched_control(scenario):
     """The control composes to the buggy scenario's exact settings, without the bug."""
     assert scenario.control, f"{scenario.id}: no clean scenario has its settings"
-
-    def settings(*overrides: str) -> dict:  # on a CUDA device, so CUDA-only bugs compose
-        cfg = OmegaConf.to_container(compose_run([*overrides, "harness.device=cuda"]),
-                                     resolve=True)
-        return {k: v for k, v in cfg.items() if k not in ("scenario", "bug", "description",
-                                                           "excluded", "unproven")}
-
-    assert settings(f"scenario={scenario.id}") == settings(f"scenario={scenario.control}")
-    composed = compose_run([f"scenario={scenario.id}", "harness.device=cuda"])
+    composed = composed_on_cuda(scenario.id)
+    assert settings(composed) == settings(composed_on_cuda(scenario.control))
     assert scenario_onset(scenario) == composed.bug.onset  # the spec reads the onset as Hydra composes it
 
 

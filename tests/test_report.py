@@ -30,7 +30,9 @@ def results(tmp_path) -> Path:
                    "valid": True}]).to_csv(root / "validity.csv", index=False)
     shutil.copyfile(Path(__file__).parent.parent / "bugzoo" / "py.typed",
                     root / "curves" / "double_softmax.png")  # any file: only copied and linked
-    pd.DataFrame([{"detector": "loss_plateau", "recall": 0.5}]).to_csv(
+    pd.DataFrame([{"detector": "loss_plateau", "role": "builtin", "score": 0.4, "score_lo": 0.3,
+                   "score_hi": 0.5, "recall": 0.5, "matched_false_alarm_rate": 0.1,
+                   "healthy_false_alarm_rate": 0.0, "median_delay_steps": 120.0}]).to_csv(
         root / "leaderboard.csv", index=False)
     alarms = pd.DataFrame([{"detector": "ce_probabilities", "step": 3, "symptom": "probs",
                             "category": "loss", "message": "outputs sum to 1"}])
@@ -61,6 +63,10 @@ def test_pages_hold_the_catalogue(results):
 
 
 def test_report_without_inputs(tmp_path, capsys):
+    assert main(["report", "--results", str(tmp_path / "empty")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"bugzoo report: error: no results folder {tmp_path / 'empty'}")
+    (tmp_path / "empty").mkdir()
     assert main(["report", "--results", str(tmp_path / "empty")]) == 0
     assert (tmp_path / "empty" / "report" / "index.html").is_file()
     assert "Leaderboard" not in (tmp_path / "empty" / "report" / "index.html").read_text()

@@ -11,7 +11,7 @@ from bugzoo.cli import main
 from bugzoo.config import compose_run
 from bugzoo.harness.runner import execute
 from bugzoo.harness.sweep import select_scenarios
-from bugzoo.judge.validity import ALPHA, HEALTH_MARGIN, compare
+from bugzoo.judge.validity import ALPHA, HEALTH_MARGIN, POWERED_SEEDS, compare, to_power
 from bugzoo.scenarios import list_scenarios
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,6 +42,14 @@ def test_event_test_and_missing_values():
 # event (divergence), runs that disagree, a label leak; all cheap mlp runs.
 QUICK = ["mlp-double_softmax", "mlp-frozen_from_start", "mlp-eval_on_train", "mlp-lr_too_high",
          "mlp-nondeterministic_seed", "mlp-leakage_feature_selection", "mlp-missing_zero_grad"]
+
+
+def test_only_an_underpowered_full_test_is_tested_again_over_more_seeds():
+    table = pd.DataFrame({"scenario": ["a", "b", "c"], "valid": [False, False, True],
+                          "effect_lo": [0.1, -0.1, 0.2], "effect_hi": [0.3, 0.1, 0.4]})
+    assert to_power(table, list(range(5))) == ["a"]  # b's interval holds 0, c is valid
+    assert to_power(table, [0, 1]) == []  # a quick look stays quick
+    assert to_power(table, POWERED_SEEDS) == []  # already powered
 
 
 def test_quick_validation_end_to_end_agrees_with_the_committed_table(tmp_path):

@@ -41,10 +41,12 @@ class Plugin:
     version: str
 
 
-def builtin_ids() -> list[str]:
-    """Ids of the built-in catalogue (retired ones excluded), sorted."""
+@functools.cache
+def builtin_ids() -> tuple[str, ...]:
+    """Ids of the built-in catalogue (retired ones excluded), sorted. The package's modules are
+    scanned once per process: every config composition asks, and the files do not change."""
     found = (m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
-    return sorted(n for n in found if n not in _NOT_BUGS and n not in RETIRED)
+    return tuple(sorted(n for n in found if n not in _NOT_BUGS and n not in RETIRED))
 
 
 BUGS = Registry("bug", ENTRY_POINT_GROUP,

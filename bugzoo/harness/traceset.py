@@ -114,9 +114,10 @@ def _narrowed(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _widened(frame: pd.DataFrame) -> pd.DataFrame:
-    """A trace-set table as the run stored it: float32 back to float64 (exactly), layer
-    names as strings."""
+    """A trace-set table as the run stored it: float32 back to float64 (exactly), steps as
+    integers (a concatenation may have stored them as floats), layer names as strings."""
     out = frame.astype({c: np.float64 for c in frame.columns if frame[c].dtype == np.float32})
+    out = out.astype({"step": np.int64})
     return out.astype({"layer": "str"}) if "layer" in out.columns else out
 
 

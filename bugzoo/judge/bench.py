@@ -134,7 +134,9 @@ def main(argv: list[str]) -> int:
     overrides = [*(QUICK_OVERRIDES if args.quick else ()), *overrides]
     scenarios = select_scenarios(options.patterns, quick=args.quick, controls=False)
     if not scenarios:
-        raise UsageError("no scenario left to run (all excluded or needing CUDA)")
+        raise UsageError("no scenario left to run: those chosen are excluded, need CUDA, or are "
+                         "controls, which a bench runs only beside the buggy scenarios they "
+                         "control (choose buggy ones, e.g. --scenarios 'mlp-*')")
     timeout = run_timeout(scenarios, overrides)
     # only now, with every input valid, may the results folder be created
     out = store.ensure_writable(Path(args.out) if args.out else Path("results/runs") / name)

@@ -15,6 +15,7 @@ model and raises :class:`ConformanceError` with a message naming the broken rule
 
 from __future__ import annotations
 
+import copy
 import gc
 import os
 import random
@@ -30,7 +31,7 @@ import pandas as pd
 import torch
 import torch.optim.optimizer as optimizer_module
 import yaml
-from omegaconf import open_dict
+from omegaconf import DictConfig, open_dict
 from torch import nn
 
 from bugzoo.bugs import CATEGORIES, Bug, SymptomCheck, bug_modules, get_bug
@@ -85,7 +86,15 @@ def detector_factory(detector: str | type[Detector] | Factory, **params) -> Fact
     return make
 
 
-def _cfg(*extra: str):
+def _cfg(*extra: str) -> DictConfig:
+    """A check run's config: a copy, so that no run changes the next one's."""
+    return copy.deepcopy(_composed(extra))
+
+
+@cache
+def _composed(extra: tuple[str, ...]) -> DictConfig:
+    """Composed once per process for each set of overrides: the checks of every detector run
+    the same few configurations, and a Hydra composition costs more than a 30-step run."""
     return compose_run([*BASE, *extra])
 
 
@@ -345,6 +354,7 @@ def check_blind(make: Factory) -> None:
     methods), the environment, and which bug modules ``sys.modules`` holds at its setup (all
     of them, or it would single out the planted one).
     """
+    _composed.cache_clear()  # no other check's buggy config may be found instead
     cfg = _cfg(*TROUBLED)
     gc.collect()  # the patches of earlier runs in this process must not be found instead
     clean = _alarms(_run(cfg, [make()]))

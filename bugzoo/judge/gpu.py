@@ -122,10 +122,10 @@ def demoted(markdown_text: str) -> list[str]:
 
 
 def summaries(sweep_dir: Path) -> pd.DataFrame:
-    """One row per complete untagged run under a sweep folder (an exclusive detector's own
-    runs left out): its summary."""
+    """One row per complete run under a sweep folder, buggy runs' disarmed twins included
+    (an exclusive detector's own runs left out): its summary."""
     return pd.DataFrame([store.read_summary(path) for path in store.iter_runs(sweep_dir)
-                         if "." not in path.name])
+                         if "." not in path.name or path.name.endswith(".control")])
 
 
 # ----------------------------------------------------------------------------- stages
@@ -201,22 +201,24 @@ def shows(direction: str, buggy, control) -> bool | None:
 
 
 def beside_cpu(cuda: pd.DataFrame, cpu: pd.DataFrame) -> pd.DataFrame:
-    """Per buggy scenario at seed 0, its symptom metric on CUDA beside the CPU reference."""
+    """Per buggy scenario at seed 0, its symptom metric on CUDA beside the CPU reference, each
+    buggy run against its disarmed twin (``role`` control) of the same platform."""
     rows = []
     for platform_name, runs in (("cuda", cuda), ("cpu", cpu)):
-        first = runs[runs["seed"] == 0].set_index("scenario")
-        for scenario_id in first.index[first["bug"].notna()]:
-            scenario = get_scenario(scenario_id)
+        first = runs[runs["seed"] == 0]
+        twins = first[first["role"] == "control"].set_index("scenario")
+        for run in first[first["role"] == "buggy"].itertuples():
+            scenario = get_scenario(run.scenario)
             check = get_bug(scenario.bug).check
-            buggy = first.loc[scenario_id].get(check.metric)
-            control = (first.loc[scenario.control].get(check.metric)
-                       if scenario.control in first.index else None)
-            rows.append({"platform": platform_name, "scenario": scenario_id,
+            buggy = getattr(run, check.metric, None)
+            control = (twins.loc[run.scenario].get(check.metric)
+                       if run.scenario in twins.index else None)
+            rows.append({"platform": platform_name, "scenario": run.scenario,
                          "bug": scenario.bug, "model": scenario.model,
                          "metric": check.metric, "direction": check.direction,
                          "buggy": buggy, "control": control,
                          "shows": shows(check.direction, buggy, control),
-                         "outcome": first.loc[scenario_id, "outcome"]})
+                         "outcome": run.outcome})
     both = pd.DataFrame(rows).pivot(index=["scenario", "bug", "model", "metric", "direction"],
                                     columns="platform",
                                     values=["buggy", "control", "shows", "outcome"])

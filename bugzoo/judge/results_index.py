@@ -61,6 +61,10 @@ FIXED = [
           "a whole run with it over the bare loop's, setup, twin run and teardown included), as "
           "the reference bench measured it; the leaderboard's overhead column averages it",
           "`bugzoo bench --split test --sweep test`", linked=False),
+    Entry(("outcomes.parquet",), "Every run's outcome for every detector and suite member of "
+          "the reference bench (alarm step, delay, diagnosis, pair role): the board's input, "
+          "from which `leaderboard(...)` recomputes it", "`bugzoo score results/runs/test "
+          "--publish`", linked=False),
     Entry(("sweep_time.csv",), "The wall time of the reference bench: runs made, workers, "
           "cores", "`bugzoo bench --split test --sweep test`", linked=False),
     Entry(("split.json",), "The test split the reference board was scored on: its training "
@@ -74,7 +78,8 @@ FIXED = [
           "data generator hashes, the shared code's hash and the release digest every run "
           "carries", "`python -m bugzoo.release`", linked=False),
     Entry(("tools.md",), "The real tools (PyTorch anomaly mode, Cockpit, TrainCheck) on the "
-          "benchmark's scoring, beside the suite on the same runs",
+          "0.1 scoring (each buggy run against every clean run, seeds 0-2), beside the suite "
+          "on the same runs",
           "`bugzoo bench --seeds 0,1,2 --detectors anomaly --out results/runs/tools-anomaly-all`; "
           "`bugzoo bench --scenarios 'mlp-*' --detectors cockpit --out results/runs/tools-cockpit`"
           ", then `bugzoo score results/runs/tools-<name> --beside results/runs/bench`; "
@@ -85,9 +90,11 @@ FIXED = [
     Entry(("curves/*.png", "curves/*.parquet"), "Symptom curves per bug (`<bug>.png`, and "
           "`<bug>-midrun.png` for bugs that start mid-run), with the plotted data",
           "`bugzoo curves <bug>`", linked=False),
-    Entry(("traces/*",), "The reference sweep's observations as one compact trace set, for "
-          "`bugzoo replay results/traces`; `command.txt` records the commands and "
-          "versions", "`bugzoo traces export results/runs/bench`", linked=False),
+    Entry(("traces/*",), "The published dev sweep's observations (seeds 0-2, each buggy run "
+          "beside its disarmed twin) as one compact trace set, for `bugzoo replay "
+          "results/traces`; `command.txt` records the commands and versions",
+          "`bugzoo bench --sweep dev --detectors never_alarm --no-overhead` then "
+          "`bugzoo traces export results/runs/dev`", linked=False),
 ]
 
 GUIDE = """\

@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 
 HEALTHY_LIMIT = 0.05  # a healthy false-alarm rate above this is flagged on the board
 OVERHEAD_FILE = "overhead.csv"
+PUBLISHED_OUTCOMES = "outcomes.parquet"  # the published board's input, one row per run and detector
 
 
 # ----------------------------------------------------------------------------- intervals
@@ -415,9 +416,11 @@ def score_sweep(sweep_dir: Path, publish: Path | None = None,
         overhead = (pd.concat(frames).drop_duplicates(["variant", "model"])
                     if frames else None)
     text = write_boards(table, overhead, sweep_dir, command or f"bugzoo score {sweep_dir}",
-                        [sweep_dir, *([Path(publish)] if publish else [])])
+                        [sweep_dir, *([Path(publish)] if publish else [])],
+                        compare=publish is None)
     table.to_csv(sweep_dir / "outcomes.csv", index=False)
-    if publish is not None:  # what made the board, beside it
+    if publish is not None:  # what made the board, beside it: its inputs and its split
+        table.to_parquet(Path(publish) / PUBLISHED_OUTCOMES, index=False)
         for name in (OVERHEAD_FILE, store.SWEEP_TIME, store.SPLIT_FILE):
             if (sweep_dir / name).is_file():
                 shutil.copy(sweep_dir / name, Path(publish) / name)
@@ -435,11 +438,13 @@ def with_rows_beside(table: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_boards(table: pd.DataFrame, overhead: pd.DataFrame | None, made_in: Path,
-                 command: str, folders: list[Path], suite_label: str = "") -> str:
+                 command: str, folders: list[Path], suite_label: str = "",
+                 compare: bool = True) -> str:
     """Score the outcome ``table`` of runs made in the folder ``made_in`` (whose recorded
     commands, versions and split the leaderboard names before ``command``); write
     leaderboard.md, .csv and the other tables into each of ``folders``; return the Markdown.
-    ``suite_label`` names suites that are not whole (a replay's)."""
+    ``suite_label`` names suites that are not whole (a replay's). ``compare``: add each
+    detector's line beside the published board (off when this board is the published one)."""
     board = leaderboard(table, overhead, suite_label)
     loud = apart_board(table, "loud", suite_label)
     unproven = apart_board(table, "unproven", suite_label)
@@ -450,7 +455,7 @@ def write_boards(table: pd.DataFrame, overhead: pd.DataFrame | None, made_in: Pa
     stamp = store.sweep_stamp(made_in) or "Runs made with unrecorded versions"
     text = render(board, loud, unproven, effects, categories, command,
                   f"{stamp} (scored with {versions()})")
-    if lines := beside_published(board):
+    if compare and (lines := beside_published(board)):
         text += "\n".join(["## Beside the published reference", "",
                            f"The published board is `{PUBLISHED}`, a test-split sweep; a board "
                            "made here on other runs (a replay of the dev traces, a subset, "

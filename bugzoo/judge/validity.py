@@ -154,9 +154,11 @@ def plan_validity_runs(root: Path, patterns: list[str] | None, seeds: list[int],
 
 
 def to_power(table: pd.DataFrame, seeds: list[int]) -> list[str]:
-    """The scenarios not valid although their effect interval excludes 0, when tested over
-    fewer seeds than ``POWERED_SEEDS``."""
-    if not len(table) or len(seeds) >= len(POWERED_SEEDS):
+    """The scenarios not valid although their effect interval excludes 0, when tested over at
+    least the validity seeds' count but fewer than ``POWERED_SEEDS``. Fewer seeds than the
+    validity default are a quick look, where the p-value cannot reach the threshold at all:
+    testing again would turn it into the full run it was chosen not to be."""
+    if not len(table) or not len(VALIDITY_SEEDS.split(",")) <= len(seeds) < len(POWERED_SEEDS):
         return []
     excludes_zero = (table.effect_lo > 0) | (table.effect_hi < 0)
     return sorted(table.scenario[~table.valid & excludes_zero])
