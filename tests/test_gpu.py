@@ -10,9 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
-from conftest import doc_section
+from conftest import doc_section, quick_cfg
 
 from bugzoo.cli import main as cli
+from bugzoo.harness.runner import execute
 from bugzoo.judge import gpu, gpu_setup
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,9 +113,6 @@ def test_setup_carries_the_versions_this_checkout_runs():
 
 
 def test_the_deterministic_setting_reaches_torch_and_is_checked(capsys):
-    from bugzoo.harness.runner import execute
-    from tests.conftest import quick_cfg
-
     try:
         execute(quick_cfg("harness.deterministic=true", steps=3))
         assert torch.are_deterministic_algorithms_enabled()
