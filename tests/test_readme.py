@@ -260,8 +260,12 @@ def test_the_suites_misses_and_false_alarms_are_the_published_outcomes():
         # each alarmed run once, under the member that alarmed first, right after the count
         first = members.merge(alarmed[["scenario", "seed", "run_role", "alarm_step"]])
         assert first["scenario"].nunique() and len(first) == len(alarmed)
-        for detector, n in first.groupby("detector").size().items():
-            assert f"`{detector}` ({n})" in parts[1], (detector, n)
+        for detector, alarms in first.groupby("detector"):
+            assert f"`{detector}` ({len(alarms)})" in parts[1], (detector, len(alarms))
+        if runs is twins:  # the steps the twins' alarms came at, as quoted
+            for _, alarms in first.groupby("detector"):
+                lo, hi = int(alarms["alarm_step"].min()), int(alarms["alarm_step"].max())
+                assert f"step {lo}" + (f"-{hi}" if hi > lo else "") in parts[1], (lo, hi)
 
 
 def moves_table() -> str:

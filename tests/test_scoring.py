@@ -186,6 +186,7 @@ def test_suites_take_the_first_alarm_and_call_a_split_diagnosis_ambiguous(tmp_pa
          [("loud", 9, "s", "optim", ""), ("base", 0, "s", "unknown", "")], watch,
          bug="double_softmax", category="loss")
     table = outcomes.with_suites(outcomes.outcomes(root / "sw"))
+    pd.testing.assert_frame_equal(outcomes.with_suites(table), table)  # formed once, not twice
     suite = table[table["detector"] == "suite: built-ins"].set_index("run_role")
     assert suite.loc["buggy", "alarm_category"] == outcomes.AMBIGUOUS
     assert suite.loc["buggy", "diagnosed"] == False  # noqa: E712

@@ -173,7 +173,10 @@ def suite_members(detectors: list[str]) -> dict[str, list[str]]:
 
 def with_suites(table: pd.DataFrame, label: str = "") -> pd.DataFrame:
     """``table`` plus a row per run for each suite its detectors form, each named with
-    ``label`` after it when the suite is not whole (``suite: built-ins (replayable)``)."""
+    ``label`` after it when the suite is not whole (``suite: built-ins (replayable)``). A table
+    that holds suite rows already is returned as it is, so each board may ask for them."""
+    if (table["role"] == "suite").any():
+        return table
     identities = table.groupby("detector")[["role", "scope", "distribution"]].first()
     suites = form_suites({d: (r.role, r.scope, r.distribution)
                           for d, r in identities.iterrows()})

@@ -141,6 +141,13 @@ def healthy_rate(clean: pd.DataFrame) -> dict:
                      if value[0] > HEALTHY_LIMIT else "")}
 
 
+def diagnosis(hits: pd.DataFrame) -> dict:
+    """The share of hits whose first alarm named the bug's category, per bug, then over bugs,
+    with its interval over bugs."""
+    per_bug = hits.groupby("bug")["diagnosed"].apply(lambda d: d.fillna(False).mean())
+    return _columns("diagnosis_accuracy", cluster_interval(per_bug.to_numpy(), rate=True))
+
+
 def _delays(hits: pd.DataFrame, column: str) -> tuple[float, float, float]:
     return pooled_interval([g[column].to_numpy(dtype=float) for _, g in hits.groupby("bug")])
 
@@ -149,14 +156,13 @@ def detector_row(g: pd.DataFrame) -> dict:
     """Every figure of one detector over silent pairs and healthy runs."""
     p = pairs(g)
     hits = p[p["hit"] == 1]
-    diagnosed = hits.groupby("bug")["diagnosed"].apply(lambda d: d.fillna(False).mean())
     alarmed = p["hit"].sum() + p["control_alarm"].sum()
     clean = g[g["run_role"] == "clean"]
     return {
         **paired_scores(p), **healthy_rate(clean),
         "unpaired": int((g["run_role"] == "buggy").sum()) - len(p),
         "detector_errors": int(g["detector_error"].notna().sum()),
-        **_columns("diagnosis_accuracy", cluster_interval(diagnosed.to_numpy(), rate=True)),
+        **diagnosis(hits),
         **_columns("median_delay_steps", _delays(hits[hits["onset"] == 0], "delay_steps")),
         **_columns("median_delay_steps_midrun", _delays(hits[hits["onset"] > 0], "delay_steps")),
         # among the alarms inside the pairs' windows, the share on buggy runs (this mix only)
@@ -251,15 +257,12 @@ def category_board(table: pd.DataFrame, suite_label: str = "") -> pd.DataFrame:
     for d, g in scored.groupby("detector"):
         p = pairs(g)
         for c, pc in p.groupby("category"):
-            hits = pc[pc["hit"] == 1]
-            diagnosed = hits.groupby("bug")["diagnosed"].apply(lambda x: x.fillna(False).mean())
             scores = paired_scores(pc)
             rows.append({"detector": d, "category": c, "bugs": scores["bugs"],
                          "pairs": scores["pairs"], "early": scores["early"],
                          **{k: scores[k] for k in ("score", "score_lo", "score_hi", "recall",
                                                    "recall_lo", "recall_hi")},
-                         **_columns("diagnosis_accuracy",
-                                    cluster_interval(diagnosed.to_numpy(), rate=True))})
+                         **diagnosis(pc[pc["hit"] == 1])})
     return pd.DataFrame(rows, columns=CATEGORY_COLUMNS)
 
 
@@ -374,13 +377,12 @@ def beside_published(board: pd.DataFrame, published: Path = PUBLISHED) -> list[s
     if not published.is_file() or board.empty:
         return []
     ref = pd.read_csv(published).set_index("detector")
-    mine = board[~board["role"].isin(["suite", "baseline"])]
     own = ref[(ref["role"] == "heuristic") & ref["source"].str.startswith(OWN_DISTRIBUTION)]
     best = own["score"].idxmax() if len(own) else None
     suite = "suite: built-ins"
     lines = []
     for rank, row in enumerate(board.itertuples(), 1):
-        if row.detector not in set(mine["detector"]):
+        if row.role in ("suite", "baseline"):
             continue
         text = (f"- `{row.detector}`: rank {rank} of {len(board)} here, score "
                 f"{_fmt(row.score, row.score_lo, row.score_hi)} (this run)")
@@ -445,11 +447,12 @@ def write_boards(table: pd.DataFrame, overhead: pd.DataFrame | None, made_in: Pa
     leaderboard.md, .csv and the other tables into each of ``folders``; return the Markdown.
     ``suite_label`` names suites that are not whole (a replay's). ``compare``: add each
     detector's line beside the published board (off when this board is the published one)."""
-    board = leaderboard(table, overhead, suite_label)
-    loud = apart_board(table, "loud", suite_label)
-    unproven = apart_board(table, "unproven", suite_label)
+    runs = with_suites(table, suite_label)  # once: each board below reads the suites' rows
+    board = leaderboard(runs, overhead, suite_label)
+    loud = apart_board(runs, "loud", suite_label)
+    unproven = apart_board(runs, "unproven", suite_label)
     effects = unproven_effects(table)
-    categories = category_board(table, suite_label)
+    categories = category_board(runs, suite_label)
     if made_by := store.read_sweep_command(made_in):
         command = f"{made_by}` then `{command}"
     stamp = store.sweep_stamp(made_in) or "Runs made with unrecorded versions"
