@@ -43,6 +43,8 @@ VERBS: dict[str, tuple[str, str]] = {
     "curves": ("bugzoo.judge.curves:main", "draw a bug's symptom curves, clean vs buggy"),
     "quiz": ("bugzoo.teach.quiz:main", "spot-the-bug quiz in the terminal (answers from stdin)"),
     "export": ("bugzoo.teach.export:main", "write a standalone buggy.py / fixed.py pair"),
+    "coverage": ("bugzoo.teach.coverage:main", "tally the published fault-taxonomy leaves the "
+                 "catalogue plants (results/coverage.md)"),
     "report": ("bugzoo.teach.report:main", "build the static HTML catalogue under results/report"),
     "exercise": ("bugzoo.teach.exercises:main", "guided exercises: plant a NaN, overfit one batch"),
 }

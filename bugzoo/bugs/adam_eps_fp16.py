@@ -30,6 +30,11 @@ BUG = AdamEpsFp16(
     id="adam_eps_fp16",
     title="Adam eps=1e-8 with fp16 parameters",
     category="precision",
+    taxonomy={
+        "H.training.optimiser.adam_eps_too_low": "literal",
+        "J.HAE": "literal",
+        "L.bf16_precision": "partial: the fp16 analogue",
+    },
     honours_onset=False,
     symptom=("within the first steps some weights become inf or NaN: Adam's update divides by "
              "sqrt(v) + eps with both terms 0 in fp16"),

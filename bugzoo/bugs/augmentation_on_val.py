@@ -44,6 +44,10 @@ BUG = AugmentationOnVal(
     id="augmentation_on_val",
     title="Random augmentation applied to validation data",
     category="eval",
+    taxonomy={
+        "H.training.process.redundant_augmentation":
+            "partial: the augmentation is applied to validation, not redundant in training",
+    },
     honours_onset=False,
     symptom=("validation accuracy is lower and noisier than accuracy on clean holdout data; it "
              "changes between evaluations of the same weights"),

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bugzoo.models import BUILTIN, MODELS
+from bugzoo.taxonomy import declaration_problem
 
 if TYPE_CHECKING:
     from bugzoo.train import Trainer
@@ -95,7 +96,9 @@ class Bug:
     ``onset`` is a step, or a ``${...}`` interpolation into the run settings (the step a
     schedule names); ``onset_note`` says in words when the mistake starts to matter, where the
     number alone does not tell. ``reproducers`` holds, per model with a reproducer template,
-    the bug's :class:`Delta` for ``bugzoo export``.
+    the bug's :class:`Delta` for ``bugzoo export``. ``taxonomy`` names the leaves of the
+    published fault taxonomies the bug plants (:mod:`bugzoo.taxonomy`): each key maps to
+    ``"literal"`` or ``"partial: <how the plant differs>"``.
     """
 
     id: str
@@ -122,6 +125,7 @@ class Bug:
     # (its control runs without the plant). tests/test_integrity.py holds each bug to it.
     patches_only: bool = True
     since: str = "1.0"  # the release of bugzoo-bench the bug joined
+    taxonomy: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:
@@ -133,6 +137,9 @@ class Bug:
                 or isinstance(self.onset, str) and self.onset.startswith("${")):
             raise ValueError(f"bug {self.id}: onset must be a step or a ${{...}} interpolation "
                              f"into the run settings, not {self.onset!r}")
+        for key, value in self.taxonomy.items():
+            if problem := declaration_problem(key, value):
+                raise ValueError(f"bug {self.id}: {problem}")
         deltas = {model: delta if isinstance(delta, Delta) else Delta(tuple(map(tuple, delta)))
                   for model, delta in self.reproducers.items()}  # a plug-in may give pairs
         object.__setattr__(self, "reproducers", deltas)

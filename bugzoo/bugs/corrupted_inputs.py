@@ -31,6 +31,10 @@ BUG = CorruptedInputs(
     id="corrupted_inputs",
     title="NaN rows in the input data",
     category="data",
+    taxonomy={
+        "H.training.data.low_quality": "literal",
+        "A.abnormal_data": "literal",
+    },
     honours_onset=False,
     symptom=("the loss turns NaN at the first batch holding a corrupt row, and the weights become "
              "NaN after the next optimizer step"),

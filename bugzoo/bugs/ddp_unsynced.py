@@ -18,6 +18,12 @@ BUG = DdpUnsynced(
     id="ddp_unsynced",
     title="Ranks train unsynchronised copies (no DDP, per-rank seeds)",
     category="distributed",
+    taxonomy={
+        "H.gpu.data_parallelism": "literal",
+        "T.x-jxmnop-ddp-out-of-sync": "literal",
+        "T.pytorch-104336": "partial: the same drift between ranks, from another cause",
+        "T.deepspeed-1801": "partial: the same drift between ranks, from another cause",
+    },
     honours_onset=False,
     symptom=("nothing fails and rank 0's curves look normal, but each rank trains its own copy on "
              "its own half of the data: the model that is kept ends with a higher validation loss "

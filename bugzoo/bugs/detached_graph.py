@@ -20,6 +20,11 @@ BUG = DetachedGraph(
     id="detached_graph",
     title=".detach() in the forward pass",
     category="model",
+    taxonomy={
+        "H.model.type.wrong_architecture":
+            "partial: the forward cuts the gradient path: a wiring error, not a layout choice",
+        "J.MWA": "partial: the forward cuts the gradient path: a wiring error, not a layout choice",
+    },
     symptom=("only the head learns, on the backbone's random initial features: the loss plateaus "
              "well above the clean run's; backbone parameters get no gradient"),
     check=SymptomCheck("final_val_loss", "higher"),

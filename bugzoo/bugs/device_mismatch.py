@@ -20,6 +20,9 @@ BUG = DeviceMismatch(
     id="device_mismatch",
     title="CPU batch fed to a CUDA model",
     category="loop",
+    taxonomy={
+        "H.gpu.missing_transfer": "literal",
+    },
     symptom=("the first forward pass raises 'Expected all tensors to be on the same device'"),
     check=SymptomCheck("crashed", "event"),
     explanation=("model.to('cuda') moves the parameters, not the data. A batch left on the CPU "

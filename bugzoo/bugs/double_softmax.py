@@ -22,6 +22,16 @@ BUG = DoubleSoftmax(
     id="double_softmax",
     title="Softmax before CrossEntropyLoss",
     category="loss",
+    taxonomy={
+        "H.model.layers.redundant_softmax": "literal",
+        "H.training.loss.wrong_calculation": "literal",
+        "D.act": "literal",
+        "A.slow_convergence": "literal",
+        "A.activation_issue": "literal",
+        "J.ACH": "partial: output softmax only, not a hidden activation",
+        "J.LWC": "literal",
+        "J.LAD": "literal",
+    },
     honours_onset=False,
     symptom=("loss stays near log(C) and falls slowly: gradients are squashed through two "
              "softmaxes; validation loss ends far above the clean run's"),

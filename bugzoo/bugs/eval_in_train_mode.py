@@ -21,6 +21,10 @@ BUG = EvalInTrainMode(
     id="eval_in_train_mode",
     title="Validation without model.eval()",
     category="eval",
+    taxonomy={
+        "H.api.missing_api_call": "literal",
+        "T.transformers-33844": "partial: the same effect, but eval() is never called",
+    },
     symptom=("validation loss is computed with dropout active (and BatchNorm on batch statistics), "
              "so it is noisier and higher than the model's real loss"),
     check=SymptomCheck("final_val_loss", "higher"),

@@ -20,6 +20,12 @@ BUG = EvalOnTrain(
     id="eval_on_train",
     title="Validation on the training data",
     category="eval",
+    taxonomy={
+        "H.training.validation.missing_validation_set":
+            "partial: validation runs, but on the training split",
+        "H.training.validation.wrong_split": "literal",
+        "J.VRM": "partial: validation runs, but on the training split",
+    },
     honours_onset=False,
     symptom=("validation accuracy is inflated: it exceeds the accuracy on unseen holdout data by "
              "more than in clean runs"),

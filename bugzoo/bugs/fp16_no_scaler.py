@@ -18,6 +18,10 @@ BUG = Fp16NoScaler(
     id="fp16_no_scaler",
     title="float16 autocast without a GradScaler",
     category="precision",
+    taxonomy={
+        "A.vanishing_gradient": "partial: gradient entries underflow to zero in fp16",
+        "L.bf16_precision": "partial: the fp16 analogue",
+    },
     honours_onset=False,
     symptom=("small float16 gradients underflow to zero and those weights stop learning; in larger "
              "models, or with large gradients, steps with inf/NaN gradients are applied instead of "

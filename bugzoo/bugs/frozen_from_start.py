@@ -16,6 +16,10 @@ BUG = FrozenFromStart(
     id="frozen_from_start",
     title="Backbone frozen from the start",
     category="optim",
+    taxonomy={
+        "T.pytorch-forum-84911": "literal",
+        "T.mmpretrain-702": "partial: the opposite direction: layers meant to train stay frozen",
+    },
     honours_onset=False,
     symptom=("only the head learns: the loss falls a little and plateaus, backbone parameters never"
              " change, validation accuracy ends well below the clean run's"),

@@ -20,6 +20,10 @@ BUG = FrozenLayers(
     id="frozen_layers",
     title="Backbone frozen for warm-up is never unfrozen",
     category="optim",
+    taxonomy={
+        "H.api.missing_api_call": "literal",
+        "T.mmpretrain-702": "partial: the opposite direction: layers meant to train stay frozen",
+    },
     symptom=("after the scheduled unfreeze step the loss keeps falling only as fast as a linear "
              "probe on fixed random features allows; the backbone's gradients stay absent and "
              "validation accuracy ends below the clean run's"),

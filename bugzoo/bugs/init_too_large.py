@@ -28,6 +28,11 @@ BUG = FixedStdInit(
     id="init_too_large",
     title="Weight initialisation std too large (deep MLP)",
     category="model",
+    taxonomy={
+        "H.model.type.wrong_weights_init": "literal",
+        "A.exploding_gradient": "literal",
+        "J.WCI": "literal",
+    },
     honours_onset=False,
     symptom=("activations grow by a constant factor per layer: the first loss is orders of "
              "magnitude above log(C), training is erratic and ends worse"),

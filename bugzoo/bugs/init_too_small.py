@@ -9,6 +9,11 @@ BUG = FixedStdInit(
     id="init_too_small",
     title="Weight initialisation std too small (deep MLP)",
     category="model",
+    taxonomy={
+        "H.model.type.wrong_weights_init": "literal",
+        "A.vanishing_gradient": "literal",
+        "J.WCI": "literal",
+    },
     honours_onset=False,
     symptom=("activations and gradients vanish through the layers: the loss sits at log(C) for a "
              "long plateau, then Adam slowly rescales the weights; validation loss ends well above "

@@ -22,6 +22,10 @@ BUG = InplaceOpAutograd(
     id="inplace_op_autograd",
     title="In-place operation on a tensor autograd needs",
     category="model",
+    taxonomy={
+        "H.api.wrong_api_usage": "literal",
+        "J.APW": "literal",
+    },
     symptom=("the first backward() raises RuntimeError: one of the variables needed for gradient "
              "computation has been modified by an inplace operation"),
     check=SymptomCheck("crashed", "event"),

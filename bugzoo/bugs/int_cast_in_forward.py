@@ -22,6 +22,10 @@ BUG = IntCastInForward(
     id="int_cast_in_forward",
     title="Integer cast inside the forward pass",
     category="model",
+    taxonomy={
+        "H.tensors.input.wrong_type_layer":
+            "partial: the cast happens inside the model, not at its input",
+    },
     symptom=("the backbone never trains (integer tensors carry no gradient) and the head sees "
              "truncated features: the loss plateaus high"),
     check=SymptomCheck("final_val_loss", "higher"),

@@ -29,6 +29,9 @@ BUG = LabelsMisaligned(
     id="labels_misaligned",
     title="Labels shuffled out of sync with the inputs",
     category="data",
+    taxonomy={
+        "H.training.data.wrong_labels": "literal",
+    },
     honours_onset=False,
     symptom=("training loss stays near log(C) and validation accuracy near chance: the labels carry"
              " no information about the inputs"),

@@ -25,6 +25,12 @@ BUG = LabelsOneIndexed(
     id="labels_one_indexed",
     title="Training labels off by one (1-indexed, wrapped)",
     category="data",
+    taxonomy={
+        "H.training.data.wrong_labels": "literal",
+        "L.labels_double_shift":
+            "partial: an off-by-one between inputs and targets, in class space",
+        "L.labels_not_shifted": "partial: an off-by-one between inputs and targets, in class space",
+    },
     honours_onset=False,
     symptom=("training loss falls normally but validation accuracy is near zero (below chance): the"
              " model learns a consistent relabelling of the classes"),

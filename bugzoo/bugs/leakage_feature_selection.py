@@ -27,6 +27,10 @@ BUG = LeakageFeatureSelection(
     id="leakage_feature_selection",
     title="Feature selection fitted on all the data before the split",
     category="data",
+    taxonomy={
+        "H.training.data.wrong_feature_selection":
+            "partial: the features are selected with the validation labels too",
+    },
     honours_onset=False,
     symptom=("validation accuracy looks far better than the accuracy on data that arrives later "
              "(the holdout): the validation labels took part in choosing the features"),

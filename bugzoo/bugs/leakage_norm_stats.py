@@ -24,6 +24,12 @@ BUG = LeakageNormStats(
     id="leakage_norm_stats",
     title="Normalisation statistics fitted before the train/val split",
     category="data",
+    taxonomy={
+        "H.training.preproc_wrong.normalisation": "literal",
+        "J.CPP":
+            "partial: one normalisation or ordering step; most faults of the type are label "
+            "encoding and reshaping",
+    },
     honours_onset=False,
     symptom=("none measurable, by design: validation would look optimistic beside untouched holdout"
              " data, but a shared mean/std scaler cannot make it so (results/validity.md); the "

@@ -29,6 +29,10 @@ BUG = LeakageValInTrain(
     id="leakage_val_in_train",
     title="Validation examples duplicated into the training set",
     category="data",
+    taxonomy={
+        "H.training.validation.wrong_split": "literal",
+        "J.IDS": "literal",
+    },
     honours_onset=False,
     symptom=("validation accuracy runs ahead of accuracy on untouched holdout data: the model is "
              "graded on examples it has memorised"),

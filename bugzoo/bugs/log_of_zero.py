@@ -24,6 +24,10 @@ BUG = LogOfZero(
     id="log_of_zero",
     title="log(softmax(x)) without epsilon",
     category="numerics",
+    taxonomy={
+        "H.training.loss.wrong_calculation": "literal",
+        "J.LWC": "literal",
+    },
     symptom=("training is normal until the model grows confident; then a probability underflows to "
              "0, the gradient becomes NaN and the weights turn NaN"),
     check=SymptomCheck("nonfinite", "event"),

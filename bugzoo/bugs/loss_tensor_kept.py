@@ -22,6 +22,10 @@ BUG = LossTensorKept(
     id="loss_tensor_kept",
     title="Loss tensors (with their graphs) kept in a list",
     category="memory",
+    taxonomy={
+        "H.training.process.memory_management": "literal",
+        "J.MMR": "literal",
+    },
     symptom=("memory grows linearly with the step count: every step's activations stay referenced "
              "through the stored loss tensors"),
     check=SymptomCheck("heap_growth_mb", "higher"),

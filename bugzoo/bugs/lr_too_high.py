@@ -15,6 +15,13 @@ BUG = LrTooHigh(
     id="lr_too_high",
     title="Learning rate far too high",
     category="optim",
+    taxonomy={
+        "H.training.hparams.suboptimal_tuning": "partial: one hyperparameter",
+        "H.training.hparams.suboptimal_lr": "literal",
+        "D.lr": "literal",
+        "A.exploding_gradient": "literal",
+        "J.HLR": "literal",
+    },
     honours_onset=False,
     symptom=("parameters blow up within a few dozen steps and the loss becomes inf/NaN"),
     check=SymptomCheck("nonfinite", "event"),

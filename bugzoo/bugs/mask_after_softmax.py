@@ -26,6 +26,12 @@ BUG = MaskAfterSoftmax(
     id="mask_after_softmax",
     title="Attention padding mask applied after softmax",
     category="model",
+    taxonomy={
+        "H.training.preproc_wrong.padding":
+            "partial: the padding is right; its mask is applied after the softmax",
+        "H.training.loss.missing_masking":
+            "partial: the mask comes too late in attention, not in a loss",
+    },
     symptom=("accuracy degrades with more padding in the batch: the same validation reviews "
              "score worse when served padded to a fixed width (padding=\"max_length\") than when "
              "batched as in training; the clean model scores them identically"),

@@ -18,6 +18,11 @@ BUG = MissingZeroGrad(
     id="missing_zero_grad",
     title="optimizer.zero_grad() never called",
     category="loop",
+    taxonomy={
+        "H.api.missing_api_call": "literal",
+        "T.stackoverflow-60335387": "literal",
+        "A.oscillating_loss": "literal",
+    },
     symptom=("each step follows the running sum of every gradient so far: the loss oscillates "
              "instead of settling, and the validation loss ends above the clean run's"),
     check=SymptomCheck("final_val_loss", "higher"),

@@ -18,6 +18,10 @@ BUG = NoClippingSpike(
     id="no_clipping_spike",
     title="No gradient clipping when an outlier batch arrives",
     category="optim",
+    taxonomy={
+        "H.training.data.low_quality": "partial: one outlier batch",
+        "A.exploding_gradient": "literal",
+    },
     symptom=("the outlier batch's huge gradient goes straight into the update: the loss jumps after"
              " the outlier and training does not recover, where a clipped run barely notices it"),
     check=SymptomCheck("final_val_loss", "higher"),

@@ -22,6 +22,14 @@ BUG = NoShuffleSorted(
     id="no_shuffle_sorted",
     title="Training data sorted by class and not shuffled",
     category="data",
+    taxonomy={
+        "H.training.preproc_missing.shuffling": "literal",
+        "H.api.shuffle_position": "partial: no shuffling at all, not shuffling in the wrong place",
+        "A.oscillating_loss": "literal",
+        "J.CPP":
+            "partial: one normalisation or ordering step; most faults of the type are label "
+            "encoding and reshaping",
+    },
     honours_onset=False,
     symptom=("every batch holds one class; the loss saw-tooths as the class changes and the model "
              "ends each epoch predicting the last class it saw: validation accuracy stays far below"

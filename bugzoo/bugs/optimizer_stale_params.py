@@ -19,6 +19,11 @@ BUG = OptimizerStaleParams(
     id="optimizer_stale_params",
     title="Head replaced after the optimizer was built",
     category="optim",
+    taxonomy={
+        "H.api.wrong_api_usage": "literal",
+        "T.pytorch-104336": "partial: the same stale-reference family, in one process",
+        "J.APW": "literal",
+    },
     honours_onset=False,
     symptom=("the new head keeps its random weights (the optimizer updates the old one): the loss "
              "hardly falls and the validation loss ends far above the clean run's"),

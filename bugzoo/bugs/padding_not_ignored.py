@@ -23,6 +23,11 @@ BUG = PaddingNotIgnored(
     id="padding_not_ignored",
     title="LSTM reads padding: last time step instead of the final real state",
     category="model",
+    taxonomy={
+        "H.tensors.shape.wrong_indexing": "literal",
+        "H.training.preproc_wrong.padding":
+            "partial: the padding is right; the model reads through it",
+    },
     symptom=("short reviews are summarised after many padding steps that wash out their content; "
              "validation accuracy ends below the clean run's"),
     check=SymptomCheck("final_val_acc", "lower"),

@@ -24,6 +24,9 @@ BUG = PlantedLogLayer(
     id="planted_log_layer",
     title="log(x - min(x) + 1e-9) inside the second layer",
     category="numerics",
+    taxonomy={
+        "A.exploding_gradient": "literal",
+    },
     symptom=("from onset the loss spikes (the smallest activation of every batch sits at log(1e-9),"
              " with derivative 1e9) and training never recovers: the validation loss ends far "
              "higher; in half precision the loss goes non-finite"),

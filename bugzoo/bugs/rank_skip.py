@@ -38,6 +38,10 @@ BUG = RankSkip(
     id="rank_skip",
     title="One rank skips a batch under DDP (collective mismatch)",
     category="distributed",
+    taxonomy={
+        "H.gpu.data_parallelism": "literal",
+        "T.deepspeed-5794": "partial: a collective mismatch from a skipped batch, not from routing",
+    },
     symptom=("after onset the ranks' all-reduces pair off by one; the rank with the extra "
              "collective finally waits for a partner that never comes and the run blocks until the "
              "process-group timeout"),

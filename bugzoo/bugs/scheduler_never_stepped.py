@@ -20,6 +20,10 @@ BUG = SchedulerNeverStepped(
     id="scheduler_never_stepped",
     title="LR scheduler never stepped",
     category="optim",
+    taxonomy={
+        "H.api.missing_api_call": "literal",
+        "A.slow_convergence": "literal",
+    },
     symptom=("the learning rate never follows its schedule (stuck at the warm-up's first value, or "
              "wherever it was when the run resumed): training crawls, or never anneals, and the "
              "validation loss ends higher"),

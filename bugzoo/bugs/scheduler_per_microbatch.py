@@ -26,6 +26,12 @@ BUG = SchedulerPerMicrobatch(
     id="scheduler_per_microbatch",
     title="LR scheduler stepped on every micro-batch under gradient accumulation",
     category="optim",
+    taxonomy={
+        "H.training.hparams.wrong_batching": "partial: an accumulation fault",
+        "H.api.wrong_api_usage": "literal",
+        "J.HBI": "partial: an accumulation fault",
+        "J.APW": "literal",
+    },
     symptom=("the schedule runs `accumulate` times too fast: the learning rate reaches zero a "
              "quarter of the way through and learning stops there; the validation loss ends higher"),
     check=SymptomCheck("final_val_loss", "higher"),

@@ -26,6 +26,15 @@ BUG = SilentBroadcast(
     id="silent_broadcast",
     title="Silent broadcasting in a hand-written loss ([B, 1] vs [B])",
     category="loss",
+    taxonomy={
+        "H.tensors.input.wrong_shape_method": "literal",
+        "H.tensors.input.wrong_shape": "partial: one sub-form: a size-1 axis that broadcasts",
+        "H.tensors.shape.missing_squeeze": "literal",
+        "H.training.loss.wrong_calculation": "literal",
+        "J.TWS": "partial: a missing squeeze only",
+        "J.LWC": "literal",
+        "J.IWS": "partial: one sub-form: a size-1 axis that broadcasts",
+    },
     symptom=("no error or warning; the loss settles at the entropy of the label mix and validation "
              "accuracy stays near chance"),
     check=SymptomCheck("final_val_acc", "lower"),

@@ -21,6 +21,12 @@ BUG = SoftmaxWrongDim(
     id="softmax_wrong_dim",
     title="Softmax over the batch dimension",
     category="model",
+    taxonomy={
+        "H.tensors.shape.other": "partial: one sub-form: a softmax over the wrong axis",
+        "D.act": "partial: the output activation normalises the wrong axis",
+        "A.activation_issue": "literal",
+        "J.ACH": "partial: output softmax only, not a hidden activation",
+    },
     honours_onset=False,
     symptom=("the loss barely moves below log(C); each class column is normalised across the batch,"
              " so a prediction depends on the other samples and validation accuracy ends well below"

@@ -24,6 +24,10 @@ BUG = SqrtAtZero(
     id="sqrt_at_zero",
     title="Norm without epsilon inside the sqrt (NaN gradient at zero)",
     category="numerics",
+    taxonomy={
+        "H.training.loss.missing_masking":
+            "partial: invalid values reach a square root, not a loss mask",
+    },
     symptom=("the first loss is finite, but the first backward yields NaN gradients and every later"
              " loss is NaN"),
     check=SymptomCheck("nonfinite", "event"),

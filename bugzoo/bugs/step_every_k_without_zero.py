@@ -26,6 +26,10 @@ BUG = StepEveryKWithoutZero(
     id="step_every_k_without_zero",
     title="Optimizer steps every k batches but gradients are never zeroed",
     category="loop",
+    taxonomy={
+        "H.training.hparams.wrong_batching": "partial: an accumulation fault",
+        "J.HBI": "partial: an accumulation fault",
+    },
     symptom=("the updates follow a running sum of every gradient since the start: the loss "
              "oscillates and the validation loss ends above the clean run's"),
     check=SymptomCheck("final_val_loss", "higher"),

@@ -20,6 +20,9 @@ BUG = TrainModeNotRestored(
     id="train_mode_not_restored",
     title="model.train() never called again after the first evaluation",
     category="loop",
+    taxonomy={
+        "H.api.missing_api_call": "literal",
+    },
     symptom=("after the first evaluation every training step runs in eval mode: dropout stops "
              "regularising and BatchNorm trains on frozen running statistics; where that matters "
              "the validation loss ends higher"),

@@ -31,6 +31,11 @@ BUG = TruncatedSequences(
     id="truncated_sequences",
     title="Input sequences truncated to a few tokens",
     category="data",
+    taxonomy={
+        "H.training.preproc_wrong.text_segmentation":
+            "partial: the tokenizer is set to cut, not to split wrongly",
+        "H.training.data.discarding_features": "partial: the tokens past the cut are dropped",
+    },
     honours_onset=False,
     symptom=("the model only sees the first tokens of each review, where the sentiment words often "
              "are not: validation accuracy plateaus well below the clean run"),

@@ -15,6 +15,14 @@ BUG = WrongNormalization(
     id="wrong_normalization",
     title="Inputs not normalised",
     category="data",
+    taxonomy={
+        "H.training.preproc_missing.normalisation": "literal",
+        "H.training.preproc_missing.input_scaling": "literal",
+        "A.abnormal_data": "literal",
+        "J.CPP":
+            "partial: one normalisation or ordering step; most faults of the type are label "
+            "encoding and reshaping",
+    },
     honours_onset=False,
     symptom=("a few large-scale features dominate the first layer; loss is erratic and validation "
              "accuracy ends well below the clean run's"),

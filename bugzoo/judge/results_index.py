@@ -20,7 +20,7 @@ INDEX = "README.md"
 IGNORED = {"runs", "report"}  # raw runs and the HTML report: made locally, never committed
 # the order of the rows: the reference figures first, then the folders
 ORDER = ("leaderboard", "recall_by_category", "unproven_effects", "overhead", "sweep_time",
-         "split", "release", "validity", "health", "tools", "perf/", "curves/", "traces/",
+         "split", "release", "validity", "health", "coverage", "tools", "perf/", "curves/", "traces/",
          "gpu/", "history/")
 COMMAND = re.compile(r"(?:Regenerate with|Made by) (`[^`]+`(?: then `[^`]+`)*)")
 

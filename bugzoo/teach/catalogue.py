@@ -84,11 +84,17 @@ def bug_card(bug_id: str) -> str:
         f"  onset:    {b.onset_text}",
         f"  since:    bugzoo-bench {b.since}",
         f"  check:    {b.check.metric} {b.check.direction} than clean runs",
+        *([f"  plants:   {planted(b)}"] if b.taxonomy else []),
         "", "SYMPTOM", wrap(b.symptom),
         "", "BUGGY", textwrap.indent(b.buggy, "  "),
         "", "FIXED", textwrap.indent(b.fixed, "  "),
         "", "WHY", wrap(b.explanation),
     ])
+
+
+def planted(bug) -> str:
+    """The taxonomy leaves a bug plants, each marked literal or partial."""
+    return ", ".join(f"{key} ({value.split(':')[0]})" for key, value in bug.taxonomy.items())
 
 
 def show_main(argv: list[str]) -> int:
