@@ -8,6 +8,7 @@ to bottom.
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 import random
@@ -182,6 +183,9 @@ class Trainer:
         if self.plants:
             with plants_disarmed(not self.armed):
                 self.bug.after_build(self)
+        # what a restarted job builds before it resumes: the same parts, as they are now
+        self.built_state = (copy.deepcopy(self.checkpoint())
+                            if self.cfg.harness.get("restart_at") is not None else None)
         self.telemetry = Telemetry(self.model)
         return self
 
@@ -357,6 +361,52 @@ class Trainer:
     def lr(self) -> float:
         return self.optimizer.param_groups[0]["lr"]
 
+    # ----------------------------------------------------------------- early stopping
+    def reset_early_stopping(self) -> None:
+        """Before the first step no validation loss has been seen: any is an improvement."""
+        self.best_val_loss, self.evals_without_gain = math.inf, 0
+
+    def should_stop(self, val_loss: float | None) -> bool:
+        """Early stopping (``harness.early_stop_patience``): stop once the validation loss has
+        not improved on its best for that many evaluations in a row."""
+        patience = self.cfg.harness.get("early_stop_patience")
+        if not patience or val_loss is None:
+            return False
+        if val_loss < self.best_val_loss:
+            self.best_val_loss, self.evals_without_gain = val_loss, 0
+        else:
+            self.evals_without_gain += 1
+        return self.evals_without_gain >= patience
+
+    # ----------------------------------------------------------------- checkpoints
+    def checkpoint(self) -> dict:
+        """What a job saves to resume from: the model, optimizer, schedule and loss scaler."""
+        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict() if self.scheduler else None,
+                "scaler": self.scaler.state_dict() if self.scaler else None}
+
+    def load_checkpoint(self, checkpoint: dict) -> None:
+        self.model.load_state_dict(checkpoint["model"])
+        self.optimizer.load_state_dict(checkpoint["optimizer"])
+        if self.scheduler is not None:
+            self.scheduler.load_state_dict(checkpoint["scheduler"])
+        if self.scaler is not None:
+            self.scaler.load_state_dict(checkpoint["scaler"])
+
+    def resume(self, checkpoint: dict) -> None:
+        """A restarted job loads its last checkpoint into the parts it has just built."""
+        self.load_checkpoint(checkpoint)
+
+    def restart(self) -> None:
+        """The job is preempted and restarted (``harness.restart_at``): it saves a checkpoint,
+        the new process builds its parts afresh (step-0 weights, an empty optimizer state, the
+        schedule at its start) and resumes. A complete resume continues the run bitwise as if it
+        had never stopped (the data order and RNG streams carry on, as a resumable sampler's
+        would)."""
+        saved = copy.deepcopy(self.checkpoint())
+        self.load_checkpoint(copy.deepcopy(self.built_state))
+        self.resume(saved)
+
     # ----------------------------------------------------------------- the loop
     def fit(self, observers: Sequence[Observer] = (), rows: list[dict] | None = None,
             steps: int | None = None) -> list[dict]:
@@ -370,15 +420,22 @@ class Trainer:
         self.model.train()
         self.batches = forever(self.train_loader)
         rows = [] if rows is None else rows
+        self.reset_early_stopping()
+        # ``harness.eval_at_start``: the untrained model's validation score, as a baseline; the
+        # first row's validation columns hold it
+        baseline = self.evaluate() if self.cfg.harness.get("eval_at_start") else (None, None)
         start = time.perf_counter()
         for step in range(self.steps if steps is None else steps):
             self.step = step
+            if step and step == self.cfg.harness.get("restart_at"):
+                self.restart()
             t0 = time.perf_counter()
             self.data_s = 0.0
             lr = self.lr()
             training = self.model.training
             loss = self.run_step()
-            val_loss, val_acc = self.evaluate() if self.is_eval_step() else (None, None)
+            val_loss, val_acc = (self.evaluate() if self.is_eval_step()
+                                 else baseline if step == 0 else (None, None))
             now = time.perf_counter()
             obs = self.telemetry.observe(
                 self.step, loss, lr=lr, training=training, val_loss=val_loss, val_acc=val_acc,
@@ -387,6 +444,8 @@ class Trainer:
             rows.append(obs.row())
             for observe in observers:
                 observe(obs)
+            if self.should_stop(val_loss):
+                break
         return rows
 
     def cuda_mb(self) -> float:

@@ -45,8 +45,8 @@ ALL_MODELS = BUILTIN  # the models a bug applies to unless it says otherwise
 # divergence, a crash or a hang, memory, time, and disagreement between runs ("varies"). Never
 # the variable the bug sets (a learning rate, a mode flag, the ranks' parameters, the trace).
 OUTCOMES = ("final_val_loss", "final_val_acc", "best_val_acc", "final_loss", "initial_loss",
-            "val_holdout_gap", "serving_gap", "nonfinite", "crashed", "hung", "heap_growth_mb",
-            "peak_rss_mb", "data_time_frac", "median_step_s")
+            "initial_val_loss", "val_holdout_gap", "serving_gap", "nonfinite", "crashed", "hung",
+            "heap_growth_mb", "peak_rss_mb", "data_time_frac", "median_step_s", "startup_s")
 DIRECTIONS = ("lower", "higher", "event", "varies")
 CARD_TEXT = ("title", "symptom", "explanation", "buggy", "fixed")  # never empty
 

@@ -103,6 +103,10 @@ def summarize(trace: pd.DataFrame, num_classes: int | None) -> dict:
         "loss_drop": float(early.median() - late.median()),
         "late_loss_std": float(late.std()) if len(late) > 1 else 0.0,
         "final_val_loss": float(evals["val_loss"].iloc[-1]) if len(evals) else math.nan,
+        # the untrained model's validation loss, when the run evaluates before training
+        # (harness.eval_at_start: the first row holds it)
+        "initial_val_loss": float(trace["val_loss"].iloc[0])
+        if pd.notna(trace["val_loss"].iloc[0]) else math.nan,
         "final_val_acc": float(evals["val_acc"].iloc[-1]) if len(evals) else math.nan,
         "best_val_acc": float(evals["val_acc"].max()) if len(evals) else math.nan,
         "nonfinite": bool((~finite).any() or (trace["nonfinite_grads"] > 0).any()),
@@ -143,6 +147,7 @@ def scenario_of(cfg: DictConfig) -> str:
 def build_summary(cfg: DictConfig, bug: Bug | None, *, armed: bool = True,
                   trace: pd.DataFrame, outcome: str,
                   error: str | None, wall_s: float, detectors: dict[str, DetectorStatus],
+                  startup_s: float | None = None,
                   num_classes: int | None = None, dataset: str | None = None,
                   loss_floor: float = 0.0, holdout: tuple[float, float] | None = None,
                   padding: list[dict] | None = None, device: str | None = None,
@@ -153,7 +158,8 @@ def build_summary(cfg: DictConfig, bug: Bug | None, *, armed: bool = True,
     completed run, its serving check (``padding``: validation loss and accuracy per padding
     width, the first as trained, the last as served), what ran (scenario, model, bug, seed,
     ...), its ``role`` (``buggy``; ``control``, the disarmed twin of a buggy run; ``clean``), how
-    it ended, the ranks of a distributed run and each detector's status. The facts a
+    it ended (``startup_s``: how long building the run took, before its first step), the ranks
+    of a distributed run and each detector's status. The facts a
     detector's RunView gives besides the live objects (``num_classes``, ``dataset``, ``model``,
     ``steps``, ``loss_floor``) are kept, so a stored trace can be replayed to it."""
     summary = summarize(trace, num_classes)
@@ -175,6 +181,7 @@ def build_summary(cfg: DictConfig, bug: Bug | None, *, armed: bool = True,
         seed=int(cfg.seed), data_seed=int(cfg.data.seed), steps=int(cfg.harness.steps),
         outcome=outcome, release=release.digest(),
         crashed=outcome == "crashed", hung=outcome == "hang", error=error, wall_s=wall_s,
+        startup_s=startup_s,
         device=device, torch_version=torch.__version__, world_size=world_size,
         backend=backend, rank_errors=rank_errors, rank_param_divergence=rank_param_divergence,
         detectors={name: status.as_dict() for name, status in detectors.items()})

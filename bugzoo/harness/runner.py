@@ -44,10 +44,11 @@ def execute(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = N
     trainer = Trainer(cfg, bug, armed=armed)
     start = time.perf_counter()
     rows = partial.rows
-    outcome, error = "completed", None
+    outcome, error, startup_s = "completed", None, None
     with budget_scope():  # the detectors' calls, each under its time budget
         try:
             trainer.build()  # first, so the twin finds the data loaded and is charged only its own work
+            startup_s = time.perf_counter() - start
             twin = twin_for(watches, cfg, bug, armed)
             call_all(watches, "setup", run_view(trainer, twin))
             trainer.fit([observer(watches)], rows=rows)
@@ -63,6 +64,7 @@ def execute(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = N
     padding = serving_check(trainer) if completed else None
     summary = build_summary(
         cfg, bug, armed=armed, trace=trace, outcome=outcome, error=error, wall_s=wall_s,
+        startup_s=startup_s,
         detectors={w.detector.name: w.status(wall_s) for w in watches}, **run_facts(trainer),
         holdout=holdout, padding=padding, device=str(trainer.device))
     alarms = pd.DataFrame([a for w in watches for a in w.alarms], columns=store.ALARM_COLUMNS)
