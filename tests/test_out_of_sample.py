@@ -1,0 +1,53 @@
+"""The out-of-sample result: bugs that joined after the detectors were tuned are scored apart,
+on the same sweep and rules as the board, and the page records the detectors it measured."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import bugzoo.judge.out_of_sample as oos
+from bugzoo.bugs import get_bug
+from bugzoo.judge.outcomes import with_suites
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+LATER = {"double_softmax", "missing_zero_grad", "lr_too_high"}
+
+
+@pytest.fixture
+def later_bugs(monkeypatch):
+    """Three bugs of the published board as if they had joined after the detectors' release."""
+    monkeypatch.setattr(oos, "get_bug", lambda b: replace(get_bug(b), since="9.9")
+                        if b in LATER else get_bug(b))
+    table = pd.read_parquet(RESULTS / "outcomes.parquet")
+    table = table[table["detector"].isin(["loss_plateau", "nonfinite", "always_alarm"])]
+    return table[table["bug"].isin(LATER) | table["bug"].isin(["labels_misaligned"])
+                 | (table["run_role"] == "clean")]
+
+
+def test_the_split_is_by_release_and_healthy_runs_count_on_both_sides(later_bugs):
+    seen, unseen = oos.by_release(with_suites(later_bugs))
+    assert set(unseen["bug"].dropna()) == LATER
+    assert set(seen["bug"].dropna()) == {"labels_misaligned"}
+    clean = lambda t: set(t.loc[t["run_role"] == "clean", "scenario"])  # noqa: E731
+    assert clean(seen) == clean(unseen) and clean(seen)
+    assert oos.has_unseen_bugs(later_bugs)
+
+
+def test_the_page_scores_only_the_unseen_bugs_per_bug(later_bugs):
+    page = oos.out_of_sample_page(later_bugs, "bugzoo score x --publish", "stamp")
+    per_bug = page.split("## `suite: built-ins` per unseen bug")[1].split("\n## ")[0]
+    assert {m for m in re.findall(r"^\| (\w+) \|", per_bug, re.M)} - {"bug"} == LATER
+    assert f"`{oos.detectors_digest()}`" in page and "joined in 9.9" in page
+
+
+def test_the_committed_page_was_measured_with_the_detectors_as_they_are():
+    """Out-of-sample means the detectors were not changed for these bugs: the committed page
+    names the code digest it was measured with, and it is today's. A change to detectors/
+    makes this fail, and the page stays a record of the detectors before it."""
+    page = (RESULTS / oos.OUT_OF_SAMPLE_FILE).read_text()
+    assert f"detectors' code digest `{oos.detectors_digest()}`" in page
