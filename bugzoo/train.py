@@ -9,6 +9,7 @@ to bottom.
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 import os
 import random
@@ -23,8 +24,9 @@ from omegaconf import DictConfig
 from torch import Tensor, nn
 
 from bugzoo.bugs.base import Bug, Clock, plants_disarmed
-from bugzoo.data import Batch, BatchLoader, DataBundle, load_dataset
-from bugzoo.data.base import Normalization, f_scores, fit_normalization, forever
+from bugzoo.data import Batch, BatchLoader, DataBundle, Split, load_dataset
+from bugzoo.data.augment import Augmentation, AugmentedSplit
+from bugzoo.data.base import Normalization, f_scores, fit_normalization, reseed_dataset_generator
 from bugzoo.models import build_model
 from bugzoo.telemetry import Observation, Telemetry
 
@@ -78,18 +80,25 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def count_correct(logits: Tensor, y: Tensor) -> int:
+    """How many rows of ``logits`` ([B, C]) put their highest score on their label ``y`` ([B])."""
+    return (logits.argmax(-1) == y).sum().item()
+
+
 @torch.no_grad()
 def loss_and_accuracy(forward: Callable[[Batch], Tensor], batches: Iterable[Batch],
-                      device: torch.device, autocast: Callable = nullcontext
+                      device: torch.device, autocast: Callable = nullcontext,
+                      correct_in: Callable[[Tensor, Tensor], int] = count_correct
                       ) -> tuple[float, float]:
-    """Mean cross-entropy and accuracy of ``forward`` over ``batches``, without gradients."""
+    """Mean cross-entropy and accuracy of ``forward`` over ``batches``, without gradients; each
+    batch's correct predictions counted by ``correct_in(logits, y)``."""
     total_loss, correct, count = 0.0, 0, 0
     for batch in batches:
         batch = batch.to(device)
         with autocast():
             logits = forward(batch)
         total_loss += nn.functional.cross_entropy(logits.float(), batch.y, reduction="sum").item()
-        correct += (logits.argmax(-1) == batch.y).sum().item()
+        correct += correct_in(logits, batch.y)
         count += len(batch.y)
     return total_loss / count, correct / count
 
@@ -253,10 +262,27 @@ class Trainer:
             return torch.amp.GradScaler(self.device.type)
         return None
 
+    def training_set(self) -> Split:
+        """The training split as the loader reads it: through the random augmentation
+        ``data.augment`` sets (none by default), drawn from a generator the set holds."""
+        augment = self.cfg.data.get("augment")
+        if not augment:
+            return self.data.train
+        # its own stream, apart from the loader's shuffling (seeded with the run's seed)
+        return AugmentedSplit.of(self.data.train, Augmentation(**augment), seed=self.seed + 1)
+
+    def worker_init_fn(self) -> Callable[..., None] | None:
+        """What each of the training loader's workers runs as it starts: it reseeds its copy of
+        the training set's generator from its own seed."""
+        return reseed_dataset_generator
+
     def build_train_loader(self) -> BatchLoader:
-        """Shuffled batches of the training split, reshuffled every epoch from the run's seed."""
-        return BatchLoader(self.data.train, self.cfg.harness.batch_size, shuffle=True,
-                           seed=self.seed, drop_last=True)
+        """Shuffled batches of the training set, reshuffled every epoch from the run's seed;
+        read by ``harness.num_workers`` worker processes (none by default)."""
+        return BatchLoader(self.training_set(), self.cfg.harness.batch_size, shuffle=True,
+                           seed=self.seed, drop_last=True,
+                           num_workers=int(self.cfg.harness.get("num_workers") or 0),
+                           worker_init_fn=self.worker_init_fn())
 
     def build_val_loader(self) -> BatchLoader:
         return BatchLoader(self.data.val, self.cfg.harness.eval_batch_size, shuffle=False)
@@ -354,9 +380,14 @@ class Trainer:
     def evaluate(self) -> tuple[float, float]:
         """Validation loss and accuracy in eval mode, without gradients; then back to train."""
         self.enter_eval()
-        result = loss_and_accuracy(self.forward, self.val_loader, self.device, self.autocast)
+        result = loss_and_accuracy(self.forward, self.val_loader, self.device, self.autocast,
+                                   self.count_correct)
         self.leave_eval()
         return result
+
+    def count_correct(self, logits: Tensor, y: Tensor) -> int:
+        """How many of a validation batch's predictions are right (the accuracy's numerator)."""
+        return count_correct(logits, y)
 
     def lr(self) -> float:
         return self.optimizer.param_groups[0]["lr"]
@@ -407,6 +438,18 @@ class Trainer:
         self.load_checkpoint(copy.deepcopy(self.built_state))
         self.resume(saved)
 
+    # ----------------------------------------------------------------- epochs
+    def epochs(self) -> Iterator[Batch]:
+        """The training loader's batches epoch after epoch (as ``forever`` cycles them), each
+        epoch announced to :meth:`start_epoch` before its first batch is drawn."""
+        for epoch in itertools.count():
+            self.start_epoch(epoch)
+            yield from self.train_loader
+
+    def start_epoch(self, epoch: int) -> None:
+        """Where a loop does its once-per-epoch work as the training loader starts epoch
+        ``epoch`` (from 0); the clean loop has none."""
+
     # ----------------------------------------------------------------- the loop
     def fit(self, observers: Sequence[Observer] = (), rows: list[dict] | None = None,
             steps: int | None = None) -> list[dict]:
@@ -418,7 +461,7 @@ class Trainer:
         a run that crashes.
         """
         self.model.train()
-        self.batches = forever(self.train_loader)
+        self.batches = self.epochs()
         rows = [] if rows is None else rows
         self.reset_early_stopping()
         # ``harness.eval_at_start``: the untrained model's validation score, as a baseline; the

@@ -20,6 +20,8 @@ TWO_SEAMS = {
                                  "optimizer steps every k batches and the gradients are never "
                                  "cleared",
     "ddp_unsynced": "two halves that come together: per-rank seeds and no DDP wrapper",
+    "freeze_in_train_override": "the loop's freeze call moved into the backbone's train(): "
+                                "the loop only configures the freeze, train() applies it",
 }
 
 

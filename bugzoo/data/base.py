@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import copy
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -68,32 +69,76 @@ class Batch:
         return Batch(tuple(t.to(device) for t in self.inputs), self.y.to(device))
 
 
+@dataclass
+class WorkerInfo:
+    """What ``torch.utils.data.get_worker_info()`` gives a worker process: its id, the number of
+    workers, its seed (the epoch's base seed plus its id) and its own copy of the dataset."""
+
+    id: int
+    num_workers: int
+    seed: int
+    dataset: Split
+
+
+def reseed_dataset_generator(worker: WorkerInfo) -> None:
+    """A ``worker_init_fn``: each worker reseeds the generator its copy of the dataset holds
+    from its own seed (PyTorch reseeds torch's, ``random``'s and NumPy's global generators per
+    worker, never one a dataset holds)."""
+    generator = getattr(worker.dataset, "generator", None)
+    if generator is not None:
+        generator.manual_seed(worker.seed)
+
+
 class BatchLoader:
     """Iterates over a split in batches; reshuffles every epoch from its own generator.
 
     Index-based batching keeps per-batch cost tiny (one gather), unlike per-sample collation.
+
+    ``num_workers`` > 0 reads the batches as a ``DataLoader`` with that many non-persistent
+    worker processes does, in this process: every epoch each worker starts from its own copy
+    of the split (as fork or pickling gives it, any generator it holds included), torch's
+    ``worker_init_fn`` runs on it with the worker's seed (the epoch's base seed, drawn from the
+    loader's generator, plus the worker's id), and batch ``b`` is made by worker
+    ``b % num_workers``, in order.
     """
 
     def __init__(self, split: Split, batch_size: int, shuffle: bool, seed: int = 0,
-                 drop_last: bool = False):
+                 drop_last: bool = False, num_workers: int = 0,
+                 worker_init_fn: Callable[[WorkerInfo], None] | None = None):
         self.split = split
         self.batch_size = batch_size
         self.shuffle = shuffle
         self.drop_last = drop_last
         self.generator = torch.Generator().manual_seed(seed)
+        self.num_workers = num_workers
+        self.worker_init_fn = worker_init_fn
 
     def __len__(self) -> int:
         n = len(self.split)
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
+    def start_workers(self) -> list[Split]:
+        """The epoch's workers' copies of the split, each after ``worker_init_fn`` ran in it."""
+        base_seed = int(torch.empty((), dtype=torch.int64).random_(generator=self.generator))
+        copies = []
+        for worker_id in range(self.num_workers):
+            worker = WorkerInfo(worker_id, self.num_workers, base_seed + worker_id,
+                                copy.deepcopy(self.split))
+            if self.worker_init_fn is not None:
+                self.worker_init_fn(worker)
+            copies.append(worker.dataset)
+        return copies
+
     def __iter__(self) -> Iterator[Batch]:
+        workers = self.start_workers() if self.num_workers else None
         n = len(self.split)
         order = torch.randperm(n, generator=self.generator) if self.shuffle else torch.arange(n)
-        for start in range(0, n, self.batch_size):
+        for b, start in enumerate(range(0, n, self.batch_size)):
             index = order[start : start + self.batch_size]
             if self.drop_last and len(index) < self.batch_size:
                 break
-            yield Batch(self.split.inputs(index), self.split.y[index])
+            split = workers[b % self.num_workers] if workers else self.split
+            yield Batch(split.inputs(index), split.y[index])
 
 
 def forever(loader: BatchLoader) -> Iterator[Batch]:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from bugzoo.bugs import get_bug
+from bugzoo.errors import UsageError
 from bugzoo.judge.outcomes import with_suites
 from bugzoo.judge.scoring import _fmt, apart_board, leaderboard, pairs, silent
 from bugzoo.judge.stats import clopper_pearson
@@ -35,11 +36,21 @@ def detectors_digest(folder: Path = DETECTORS_DIR) -> str:
     return h.hexdigest()[:16]
 
 
+def releases(table: pd.DataFrame) -> dict[str, str | None]:
+    """The release each bug of the sweep joined (None for a bug not installed here)."""
+    joined = {}
+    for bug in table["bug"].dropna().unique():
+        try:
+            joined[bug] = get_bug(bug).since
+        except UsageError:  # a plug-in's bug from another machine: neither side
+            joined[bug] = None
+    return joined
+
+
 def by_release(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``table`` (suite rows included) split into the runs of bugs the detectors were tuned on
     and of bugs that joined later; the healthy variants' runs belong to both."""
-    since = {b: get_bug(b).since for b in table["bug"].dropna().unique()}
-    joined = table["bug"].map(since)
+    joined = table["bug"].map(releases(table))
     clean = table["run_role"] == "clean"
     return table[clean | (joined == TUNED_ON)], table[clean | (joined.notna()
                                                               & (joined != TUNED_ON))]
@@ -96,13 +107,13 @@ def out_of_sample_page(table: pd.DataFrame, command: str, stamp: str) -> str:
     runs = with_suites(table)
     seen, unseen = by_release(runs)
     board_seen, board_unseen = leaderboard(seen), leaderboard(unseen)
-    releases = sorted({get_bug(b).since for b in unseen["bug"].dropna().unique()})
+    joined = sorted(set(releases(unseen).values()))
     suite = board_unseen.set_index("detector").loc["suite: built-ins"]
     lines = [
         "# Out of sample: the built-in detectors on bugs they have never seen", "",
         f"Regenerate with `{command}`. {stamp}. The built-in detectors were developed and "
         f"tuned while the catalogue held the bugs of bugzoo-bench {TUNED_ON}; the bugs that "
-        f"joined in {', '.join(releases)} were planted afterwards, and this table scores the "
+        f"joined in {', '.join(joined)} were planted afterwards, and this table scores the "
         "detectors on them exactly as they were (detectors' code digest "
         f"`{detectors_digest()}`). Same sweep, same paired rules as the leaderboard: each buggy "
         "run against its disarmed twin, the score macro-averaged over bugs, intervals over "
@@ -145,4 +156,4 @@ def out_of_sample_page(table: pd.DataFrame, command: str, stamp: str) -> str:
 
 def has_unseen_bugs(table: pd.DataFrame) -> bool:
     """Whether the sweep holds any bug that joined after ``TUNED_ON``."""
-    return any(get_bug(b).since != TUNED_ON for b in table["bug"].dropna().unique())
+    return any(release not in (None, TUNED_ON) for release in releases(table).values())

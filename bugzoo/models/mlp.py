@@ -26,12 +26,19 @@ class MLP(nn.Module):
         return self.head(self.backbone(x))
 
 
-def build(data: DataBundle, **params) -> nn.Module:
-    return MLP(data.train.x.shape[1], data.num_classes, **params)
+def build(data: DataBundle, spectral_norm: bool = False, **params) -> nn.Module:
+    """The MLP; ``spectral_norm`` wraps each hidden Linear layer in spectral normalisation
+    (``torch.nn.utils.parametrizations.spectral_norm``; the head stays as it is)."""
+    model = MLP(data.train.x.shape[1], data.num_classes, **params)
+    if spectral_norm:
+        for layer in model.backbone:
+            if isinstance(layer, nn.Linear):
+                nn.utils.parametrizations.spectral_norm(layer)
+    return model
 
 
 SPEC = ModelSpec(
     name="mlp", dataset="tabular", description="multilayer perceptron with dropout", build=build,
-    params={"hidden": 128, "depth": 2, "dropout": 0.1},
+    params={"hidden": 128, "depth": 2, "dropout": 0.1, "spectral_norm": False},
     run_cost_s=1.3,
 )

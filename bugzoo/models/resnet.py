@@ -45,12 +45,19 @@ class ResNet(nn.Module):
         return self.head(self.backbone(x))
 
 
-def build(data: DataBundle, **params) -> nn.Module:
-    return ResNet(data.num_classes, data.train.x.shape[1], **params)
+def build(data: DataBundle, spectral_norm: bool = False, **params) -> nn.Module:
+    """The ResNet; ``spectral_norm`` wraps each convolution of the backbone in spectral
+    normalisation (``torch.nn.utils.parametrizations.spectral_norm``; the head stays as it is)."""
+    model = ResNet(data.num_classes, data.train.x.shape[1], **params)
+    if spectral_norm:
+        for layer in list(model.backbone.modules()):
+            if isinstance(layer, nn.Conv2d):
+                nn.utils.parametrizations.spectral_norm(layer)
+    return model
 
 
 SPEC = ModelSpec(
     name="resnet", dataset="images", description="small residual network with BatchNorm", build=build,
-    params={"widths": [16, 32]},
+    params={"widths": [16, 32], "spectral_norm": False},
     run_cost_s=8.8,
 )
