@@ -53,3 +53,33 @@ def test_filters_and_distractors():
 def test_sparkline():
     assert sparkline([0.0, 0.5, 1.0, float("nan")], 0.0, 1.0) == "▁▅█×"
     assert len(sparkline(list(range(500)), 0, 499, width=40)) == 40
+
+
+def test_a_question_can_show_its_symptom():
+    """No question whose symptom one buggy run beside one clean run cannot show (two runs of
+    one seed that disagree), none needing CUDA, and no line about the ones left out."""
+    import io
+    import logging
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logging.getLogger("bugzoo").addHandler(handler)
+    try:
+        chosen = candidate_scenarios(None, None)
+    finally:
+        logging.getLogger("bugzoo").removeHandler(handler)
+    bugs = {get_bug(s.bug) for s in chosen}
+    assert bugs and all(b.check.direction != "varies" and not b.needs_cuda for b in bugs)
+    assert "nondeterministic_seed" not in {b.id for b in bugs} and stream.getvalue() == ""
+
+
+def test_a_mistyped_answer_is_asked_again(monkeypatch, capsys):
+    import io
+
+    from bugzoo.teach.quiz import ask
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("Z\n\nab\nc\n"))
+    assert ask("Your answer (A-D): ") == "C"
+    assert capsys.readouterr().out.count("please answer with one letter: A, B, C, D") == 3
+    monkeypatch.setattr("sys.stdin", io.StringIO("E\n"))
+    assert ask("Your answer (A-D): ") == ""  # then the end of input: no answer

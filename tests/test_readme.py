@@ -162,10 +162,9 @@ def test_quoted_figures_match_committed_results():
 
 def test_the_boards_overhead_is_the_run_weighted_paid_overhead():
     """The suite's overhead column is overhead.csv's per-model ``paid_x``, weighted by the
-    model's share of the scored runs (the test split has the dev split's scenarios, so the
-    published dev runs give the weights)."""
-    runs = pd.read_parquet(RESULTS / "traces" / "runs.parquet")
-    silent = runs[~runs["loud"] & ~runs["unproven"]]
+    model's share of the scored runs (the published outcomes: one row per run and detector)."""
+    runs = pd.read_parquet(RESULTS / "outcomes.parquet")
+    silent = runs[~runs["loud"] & ~runs["unproven"] & (runs["detector"] == "nonfinite")]
     weights = silent.groupby("model").size()
     paid = pd.read_csv(RESULTS / "overhead.csv").set_index(["variant", "model"])["paid_x"]
     expected = sum(paid["suite: built-ins", m] * n for m, n in weights.items()) / weights.sum()
@@ -271,9 +270,10 @@ def test_the_suites_misses_and_false_alarms_are_the_published_outcomes():
 def moves_table() -> str:
     """Each detector's score on the 0.1 board beside the 1.0 board, in the 1.0 board's order."""
     old = pd.read_csv(RESULTS / "history" / "leaderboard-0.1.csv").set_index("detector")
+    new = pd.read_csv(RESULTS / "history" / "leaderboard-1.0.csv").set_index("detector")
     rows = ["| detector | 0.1: dev seeds, every clean run | 1.0: test split, paired |",
             "|---|---|---|"]
-    for detector, row in board().iterrows():
+    for detector, row in new.iterrows():
         before = interval(old.loc[detector], "score") if detector in old.index else "–"
         rows.append(f"| `{detector}` | {before} | {interval(row, 'score')} |")
     return "\n".join(rows)

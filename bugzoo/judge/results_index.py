@@ -70,10 +70,12 @@ FIXED = [
     Entry(("split.json",), "The test split the reference board was scored on: its training "
           "seeds and data-seed offsets, drawn from OS entropy, and when",
           "`bugzoo bench --split test --sweep test`", linked=False),
-    Entry(("history/*",), "The 0.1 leaderboard (run-level J over seeds 0-2, each buggy run "
-          "against every clean run), kept to show how the 1.0 scoring moved each figure",
-          "`bugzoo bench` then `bugzoo score results/runs/bench --publish` (bugzoo 0.1.0)",
-          linked=False),
+    Entry(("history/*",), "Earlier reference boards, kept to show what moved each figure: "
+          "0.1 (run-level J over seeds 0-2, each buggy run against every clean run) and 1.0 "
+          "(the paired test-split board of the 43 bugs of bugzoo-bench 1.0)",
+          "0.1: `bugzoo bench` then `bugzoo score results/runs/bench --publish` (bugzoo 0.1.0); "
+          "1.0: `bugzoo bench --split test --sweep test` then `bugzoo score results/runs/test "
+          "--publish` (bugzoo 1.0.0)", linked=False),
     Entry(("release.json",), "The release's manifest: every scenario's config, bug code and "
           "data generator hashes, the shared code's hash and the release digest every run "
           "carries", "`python -m bugzoo.release`", linked=False),

@@ -10,7 +10,10 @@
 
 from __future__ import annotations
 
+import logging
 import textwrap
+import warnings
+from collections.abc import Iterable
 
 from bugzoo.config import compose_run
 from bugzoo.errors import ArgumentParser, UsageError, unknown_choice
@@ -65,18 +68,41 @@ slowly and does not reach the target in time. Both fail the smoke test.""",
 
 
 def nan_hunt() -> list[str]:
-    """Run the planted-NaN scenario with the NaN-hunting detectors; the alarms as lines."""
+    """Run the planted-NaN scenario with the NaN-hunting detectors; the alarms as lines, and
+    the line of model code anomaly mode's trace ends at. Nothing else the run says is shown:
+    its warnings and the crash's traceback name the files of the catalogue, which give the
+    answer away."""
     # torch loads only when an exercise runs, not for listing or reading the guides
     from bugzoo.detector_registry import load_detector
     from bugzoo.harness.runner import execute
 
     cfg = compose_run([f"scenario={NAN_SCENARIO}", *NAN_OVERRIDES])
-    result = execute(cfg, [load_detector(name) for name in NAN_DETECTORS])
+    runner_log = logging.getLogger("bugzoo.harness.runner")
+    level, runner_log.level = runner_log.level, logging.CRITICAL
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = execute(cfg, [load_detector(name) for name in NAN_DETECTORS])
+    finally:
+        runner_log.level = level
     lines = [f"step {int(a.step):4d}  {a.detector:15s} {a.message}"
              for a in result.alarms.sort_values("step", kind="stable").itertuples()]
+    if code := forward_line(str(w.message) for w in caught):
+        lines.append(f"anomaly mode's trace of the forward pass ends at:  {code}")
     lines.append(f"run outcome: {result.summary['outcome']}"
                  + (f" ({result.summary['error']})" if result.summary.get("error") else ""))
     return lines
+
+
+def forward_line(messages: Iterable[str]) -> str | None:
+    """The last line of code in anomaly mode's "Traceback of forward call" warning, without
+    the file it is in."""
+    for message in messages:
+        if "Traceback of forward call" in message:
+            code = [line.strip() for line in message.splitlines()
+                    if line.startswith("    ") and line.strip()]
+            return code[-1] if code else None
+    return None
 
 
 def overfit_batch(scenario: str, steps: int) -> tuple[bool, list[str]]:

@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import random
 import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,9 +24,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from bugzoo.bugs import ALL_MODELS, CATEGORIES, Bug, flat_id, get_bug
+from bugzoo.config import compose_run
 from bugzoo.errors import ArgumentParser, UsageError, unknown_choice
 from bugzoo.harness import store
-from bugzoo.harness.sweep import select_scenarios, sweep
+from bugzoo.harness.sweep import sweep
 from bugzoo.judge.validity import plan_validity_runs
 from bugzoo.scenarios import Scenario, list_scenarios
 from bugzoo.teach.catalogue import bug_card
@@ -45,12 +50,18 @@ class QuestionRuns:
 
 
 def candidate_scenarios(category: str | None, model: str | None) -> list[Scenario]:
-    """Buggy scenarios a question can be about: quick in-process runs, matching the filters."""
+    """Buggy scenarios a question can be about, matching the filters: quick in-process runs on
+    the CPU whose symptom one buggy run beside one clean run can show (not a symptom that two
+    runs of one seed disagree). Scenarios left out are left out quietly: the quiz prints only
+    its questions."""
     chosen = []
-    for s in select_scenarios(None, device="cpu"):
-        if s.isolate or s.clean:
+    for s in list_scenarios():
+        if s.clean or s.isolate or s.skip_reason("cpu"):
             continue
-        if (category and get_bug(s.bug).category != category) or (model and s.model != model):
+        bug = get_bug(s.bug)
+        if bug.check.direction == "varies":
+            continue
+        if (category and bug.category != category) or (model and s.model != model):
             continue
         chosen.append(s)
     return chosen
@@ -80,14 +91,20 @@ def _traces(root: Path, sweep_dir: str, scenario: str) -> tuple[pd.DataFrame, di
 
 
 def question_runs(scenario: Scenario, stored: Path, cache: Path, steps: int) -> QuestionRuns:
-    """Stored runs of ``scenario`` and its control, made (1 seed, short) and cached if missing."""
+    """Stored runs of ``scenario`` and its control, made (1 seed, short) and cached if missing.
+    A bug that starts mid-run gets ``steps`` after its onset, so that its symptom can show.
+    What the runs print (a library's warning names the file it came from) is kept from the
+    screen: it could name the bug."""
     for root in (stored, cache):
         if root == cache:
+            onset = int(compose_run([f"scenario={scenario.id}"]).bug.onset)
             plan = plan_validity_runs(store.ensure_writable(root), [scenario.id], [0],
-                                      [f"harness.steps={steps}", "harness.eval_interval=10"])
+                                      [f"harness.steps={onset + steps}",
+                                       "harness.eval_interval=10"])
             log.info("training the runs this question shows (%d, once: cached in %s)",
                      len(plan.tasks), root)
-            sweep(plan.tasks, workers=1, progress=True)
+            with quiet_runs():
+                sweep(plan.tasks, workers=1, progress=True)
         buggy, buggy_summary = _traces(root, "buggy", scenario.id)
         clean, clean_summary = _traces(root, "control", scenario.control)
         if buggy_summary and clean_summary:
@@ -164,13 +181,34 @@ def draw(s: QuestionRuns, path: Path) -> Path:
     return path
 
 
-def ask(prompt: str) -> str:
-    """One answer line from stdin ('' at end of input)."""
-    print(prompt, end="", flush=True)
-    line = sys.stdin.readline()
-    if not sys.stdin.isatty():
-        print(line.strip())
-    return line.strip()
+@contextmanager
+def quiet_runs() -> Iterator[None]:
+    """Python warnings off in this process and in the run processes it starts."""
+    previous = os.environ.get("PYTHONWARNINGS")
+    os.environ["PYTHONWARNINGS"] = "ignore"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        if previous is None:
+            del os.environ["PYTHONWARNINGS"]
+        else:
+            os.environ["PYTHONWARNINGS"] = previous
+
+
+def ask(prompt: str, choices: str = LETTERS) -> str:
+    """One answer from stdin: a letter of ``choices`` (asked again after anything else), or ''
+    at the end of input."""
+    while True:
+        print(prompt, end="", flush=True)
+        line = sys.stdin.readline()
+        if not sys.stdin.isatty():
+            print(line.strip())
+        answer = line.strip().upper()
+        if not line or answer in choices and len(answer) == 1:
+            return answer if line else ""
+        print(f"  please answer with one letter: {', '.join(choices)}")
 
 
 def quiz(n: int, seed: int, category: str | None, model: str | None, stored: Path,
@@ -195,9 +233,9 @@ def quiz(n: int, seed: int, category: str | None, model: str | None, stored: Pat
         print("Which bug is it?")
         for letter, option in zip(LETTERS, options, strict=False):
             print(f"  {letter}) {option.title}")
-        answer = ask("Your answer (A-D): ").upper()
+        answer = ask("Your answer (A-D): ", LETTERS[:len(options)])
         right = LETTERS[options.index(bug)]
-        if answer[:1] == right:
+        if answer == right:
             score += 1
             print("Correct!")
         else:
