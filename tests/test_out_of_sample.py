@@ -38,8 +38,11 @@ def test_the_split_is_by_release_and_healthy_runs_count_on_both_sides(later_bugs
     assert oos.has_unseen_bugs(later_bugs)
 
 
-def test_the_page_scores_only_the_unseen_bugs_per_bug(later_bugs):
-    page = oos.out_of_sample_page(later_bugs, "bugzoo score x --publish", "stamp")
+def test_the_page_scores_only_the_unseen_bugs_per_bug(later_bugs, tmp_path):
+    oos.write_out_of_sample(later_bugs, tmp_path, "bugzoo score x --publish", "stamp")
+    page = (tmp_path / oos.OUT_OF_SAMPLE_FILE).read_text()
+    assert (tmp_path / oos.OUT_OF_SAMPLE_FIGURE).read_bytes()[:4] == b"\x89PNG"
+    assert f"]({oos.OUT_OF_SAMPLE_FIGURE})" in page
     per_bug = page.split("## `suite: built-ins` per unseen bug")[1].split("\n## ")[0]
     assert {m for m in re.findall(r"^\| (\w+) \|", per_bug, re.M)} - {"bug"} == LATER
     assert f"`{oos.detectors_digest()}`" in page and "joined in 9.9" in page

@@ -3,7 +3,9 @@
 ``bugzoo score`` writes both beside ``leaderboard.md``: ``leaderboard.png`` (detectors down,
 the paired score across, its 95% interval as a bar; suites, baselines and integrity rows in
 colours of their own) and ``recall_by_category.png`` (detectors down, bug categories across,
-recall in each cell, the baselines and integrity rows left out).
+recall in each cell, the baselines and integrity rows left out); with ``--publish``,
+``out_of_sample.png`` (each detector's score on the bugs it was tuned on beside its score on
+bugs it never saw).
 """
 
 from __future__ import annotations
@@ -70,6 +72,36 @@ def category_figure(categories: pd.DataFrame, png: Path, title: str,
                     color="white" if value < 0.6 else "black")
     fig.colorbar(image, ax=ax, label="recall (macro over the category's bugs)")
     ax.set_title(title, fontsize=TEXT + 1)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+    return png
+
+
+def out_of_sample_figure(seen: pd.DataFrame, unseen: pd.DataFrame, png: Path, title: str,
+                         seen_label: str, unseen_label: str) -> Path:
+    """Each detector's score (95% interval over bugs) on two sets of bugs, one row each: the
+    detectors of ``unseen``'s order, both boards' rows for them."""
+    detectors = list(unseen["detector"])[::-1]  # the first at the top
+    a, b = seen.set_index("detector"), unseen.set_index("detector")
+    fig = Figure(figsize=(8.5, 0.38 * len(detectors) + 1.8))
+    ax = fig.subplots()
+    y = np.arange(len(detectors))
+    for board, offset, colour, label in ((a, 0.15, "#7f7f7f", seen_label),
+                                         (b, -0.15, "#d62728", unseen_label)):
+        rows = board.reindex(detectors)
+        low = (rows["score"] - rows["score_lo"]).clip(lower=0).fillna(0)
+        high = (rows["score_hi"] - rows["score"]).clip(lower=0).fillna(0)
+        ax.errorbar(rows["score"], y + offset, xerr=[low, high], fmt="o", color=colour,
+                    ecolor=colour, elinewidth=1.2, capsize=2, ms=4, label=label)
+    ax.axvline(0, color="0.3", lw=0.8)
+    ax.set_yticks(y, detectors, fontsize=TICKS)
+    ax.set_xlim(-1.05, 1.05)
+    ax.set_xlabel("score: paired Youden's J, macro-averaged over bugs (95% interval over bugs)",
+                  fontsize=TEXT)
+    ax.tick_params(axis="x", labelsize=TICKS)
+    ax.legend(fontsize=TICKS, loc="lower right")
+    ax.set_title(title, fontsize=TEXT + 1)
+    ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     fig.savefig(png, dpi=110)
     return png

@@ -17,6 +17,7 @@ import pandas as pd
 
 from bugzoo.bugs import get_bug
 from bugzoo.errors import UsageError
+from bugzoo.judge.figures import out_of_sample_figure
 from bugzoo.judge.outcomes import with_suites
 from bugzoo.judge.scoring import _fmt, apart_board, leaderboard, pairs, silent
 from bugzoo.judge.stats import clopper_pearson
@@ -24,6 +25,7 @@ from bugzoo.judge.tables import markdown
 
 TUNED_ON = "1.0"  # the release whose bugs the built-in detectors were developed and tuned on
 OUT_OF_SAMPLE_FILE = "out_of_sample.md"
+OUT_OF_SAMPLE_FIGURE = "out_of_sample.png"
 DETECTORS_DIR = Path(__file__).resolve().parents[2] / "detectors"
 SUITES = ("suite: built-ins", "suite: generic")
 
@@ -102,11 +104,29 @@ def side_by_side(seen: pd.DataFrame, unseen: pd.DataFrame) -> pd.DataFrame:
     } for d in shown])
 
 
-def out_of_sample_page(table: pd.DataFrame, command: str, stamp: str) -> str:
-    """``results/out_of_sample.md`` from a sweep's outcome table."""
+def write_out_of_sample(table: pd.DataFrame, folder: Path, command: str, stamp: str) -> None:
+    """``out_of_sample.md`` and ``out_of_sample.png`` into ``folder``."""
     runs = with_suites(table)
     seen, unseen = by_release(runs)
     board_seen, board_unseen = leaderboard(seen), leaderboard(unseen)
+    (folder / OUT_OF_SAMPLE_FILE).write_text(
+        out_of_sample_page(runs, command, stamp, (seen, unseen), (board_seen, board_unseen)))
+    shown = board_unseen[board_unseen["detector"].isin(
+        side_by_side(board_seen, board_unseen)["detector"])
+        & (board_unseen["role"] != "baseline")]
+    out_of_sample_figure(board_seen, shown, folder / OUT_OF_SAMPLE_FIGURE,
+                         "The built-in detectors on bugs they never saw",
+                         f"bugs of {TUNED_ON}, which they were tuned on", "bugs that joined later")
+
+
+def out_of_sample_page(table: pd.DataFrame, command: str, stamp: str,
+                       split: tuple[pd.DataFrame, pd.DataFrame] | None = None,
+                       boards: tuple[pd.DataFrame, pd.DataFrame] | None = None) -> str:
+    """``results/out_of_sample.md`` from a sweep's outcome table (``split`` and ``boards``:
+    its runs by release and their leaderboards, when the caller has them already)."""
+    runs = with_suites(table)
+    seen, unseen = split or by_release(runs)
+    board_seen, board_unseen = boards or (leaderboard(seen), leaderboard(unseen))
     joined = sorted(set(releases(unseen).values()))
     suite = board_unseen.set_index("detector").loc["suite: built-ins"]
     lines = [
@@ -120,6 +140,7 @@ def out_of_sample_page(table: pd.DataFrame, command: str, stamp: str) -> str:
         "bugs (95% percentile bootstrap; exact Clopper-Pearson where every bug shows 0 or 1). "
         f"Unseen: {int(suite['bugs'])} silent bugs in {int(suite['pairs'])} pairs; the "
         "healthy variants' false alarms are the leaderboard's and are not repeated here.", "",
+        f"![unseen beside tuned-on]({OUT_OF_SAMPLE_FIGURE})", "",
         "## Unseen bugs beside the bugs the detectors were tuned on", "",
         markdown(side_by_side(board_seen, board_unseen)), "",
     ]

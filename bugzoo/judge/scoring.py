@@ -424,16 +424,12 @@ def score_sweep(sweep_dir: Path, publish: Path | None = None,
     if publish is not None:  # what made the board, beside it: its inputs and its split
         table.to_parquet(Path(publish) / PUBLISHED_OUTCOMES, index=False)
         # deferred: the out-of-sample page is made of this module's boards
-        from bugzoo.judge.out_of_sample import (
-            OUT_OF_SAMPLE_FILE,
-            has_unseen_bugs,
-            out_of_sample_page,
-        )
+        from bugzoo.judge.out_of_sample import has_unseen_bugs, write_out_of_sample
         if has_unseen_bugs(table):
             stamp = store.sweep_stamp(sweep_dir) or "Runs made with unrecorded versions"
             made_by = store.read_sweep_command(sweep_dir)
-            (Path(publish) / OUT_OF_SAMPLE_FILE).write_text(out_of_sample_page(
-                table, f"{made_by}` then `{command}" if made_by else command, stamp))
+            write_out_of_sample(table, Path(publish),
+                                f"{made_by}` then `{command}" if made_by else command, stamp)
         for name in (OVERHEAD_FILE, store.SWEEP_TIME, store.SPLIT_FILE):
             if (sweep_dir / name).is_file():
                 shutil.copy(sweep_dir / name, Path(publish) / name)
