@@ -26,6 +26,7 @@ from bugzoo.judge.tables import markdown
 TUNED_ON = "1.0"  # the release whose bugs the built-in detectors were developed and tuned on
 OUT_OF_SAMPLE_FILE = "out_of_sample.md"
 OUT_OF_SAMPLE_FIGURE = "out_of_sample.png"
+OUT_OF_SAMPLE_TABLE = "out_of_sample.csv"  # both boards, a row per detector and set of bugs
 DETECTORS_DIR = Path(__file__).resolve().parents[2] / "detectors"
 SUITES = ("suite: built-ins", "suite: generic")
 
@@ -105,12 +106,15 @@ def side_by_side(seen: pd.DataFrame, unseen: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_out_of_sample(table: pd.DataFrame, folder: Path, command: str, stamp: str) -> None:
-    """``out_of_sample.md`` and ``out_of_sample.png`` into ``folder``."""
+    """``out_of_sample.md``, its figure and ``out_of_sample.csv`` (the leaderboard's columns,
+    on the tuned-on bugs and on the unseen ones: column ``bug_set``) into ``folder``."""
     runs = with_suites(table)
     seen, unseen = by_release(runs)
     board_seen, board_unseen = leaderboard(seen), leaderboard(unseen)
     (folder / OUT_OF_SAMPLE_FILE).write_text(
         out_of_sample_page(runs, command, stamp, (seen, unseen), (board_seen, board_unseen)))
+    pd.concat([board_seen.assign(bug_set="tuned-on"), board_unseen.assign(bug_set="unseen")],
+              ignore_index=True).to_csv(folder / OUT_OF_SAMPLE_TABLE, index=False)
     shown = board_unseen[board_unseen["detector"].isin(
         side_by_side(board_seen, board_unseen)["detector"])
         & (board_unseen["role"] != "baseline")]
