@@ -211,10 +211,13 @@ def test_param_audit_sees_head_missing_from_optimizer_and_frozen_layer(monkeypat
     assert found.loc["param_not_in_optimizer", "category"] == "optim"
 
 
-def test_unseeded_shuffle_caught_by_determinism_at_step_0():
+def test_unseeded_shuffle_caught_by_determinism_within_the_twins_steps():
+    """Usually at step 0; but the untrained net's loss is near log(C) on any batch, so two
+    different first batches can agree to 1e-4 now and then, and the runs part at step 1."""
     result = run("scenario=mlp-nondeterministic_seed", detectors=["determinism"], steps=4)
     found = alarms_of(result, "determinism")
-    assert list(found["category"]) == ["reproducibility"] and found["step"].iloc[0] == 0
+    assert list(found["category"]) == ["reproducibility"]
+    assert found["step"].iloc[0] < load_detector("determinism").twin_steps
     assert result.summary["detectors"]["determinism"]["seconds"] > 0  # the twin is charged
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -112,14 +113,28 @@ def test_readme_headline_figures_match_committed_results():
     for names in (("always_alarm", "never_alarm", "random_alarm"),
                   ("settings_reader", "trace_memoriser")):
         assert " / ".join(interval(b.loc[d], "score") for d in names) in text, names
-        assert all(b.loc[d, "score_lo"] <= 0 <= b.loc[d, "score_hi"] for d in names), (
-            "a row that detects nothing must score about 0 within its interval")
+    nothing = ["always_alarm", "never_alarm", "random_alarm", "trace_memoriser"]
+    assert all(b.loc[d, "score_lo"] <= 0 <= b.loc[d, "score_hi"] for d in nothing), (
+        "a row that detects nothing must score about 0 within its interval")
+    # reading settings loses where the mistake is a setting; its mirror is quoted and flagged
+    # (test_settings_reader_and_its_mirror_are_quoted_as_measured)
+    assert b.loc["settings_reader", "score_hi"] <= 0
+    per_bug, mirror = settings_mirror()
+    assert f"on {(per_bug != 0).sum()} bugs the mistake is a setting it reads" in text
+    assert f"its mirror would score +{interval(mirror, 'score')}" in text
+    assert f"that mirror alarms on {interval(mirror, 'healthy_false_alarm_rate')} of runs" in text
+    split = pd.read_csv(RESULTS / "out_of_sample.csv").set_index(["bug_set", "detector"])
+    tuned, unseen = split.loc["tuned-on", "suite: built-ins"], split.loc["unseen", "suite: built-ins"]
+    assert (f"scores {interval(tuned, 'score')} on the {int(tuned['bugs'])} bugs it was tuned on "
+            f"and {interval(unseen, 'score')} on the {int(unseen['bugs'])} it never saw") in text
     old = pd.read_csv(RESULTS / "history" / "leaderboard-0.1.csv").set_index("detector")
     assert f"The 0.1 board's {interval(old.loc['suite: built-ins'], 'score')}" in text
     minutes, cores = sweep_time()
     assert f"The sweep took {minutes:.0f} min on {cores} cores." in text
     # the main command's sweep has the reference sweep's plan, on the dev seeds
-    assert f"runs and the overhead pairs, about {minutes:.0f} minutes on {cores} cores" in text
+    made = int(pd.read_csv(RESULTS / "sweep_time.csv")["runs_made"].sum())
+    assert f"({made:,} runs and the overhead pairs, about {minutes:.0f} minutes on {cores} cores" \
+        in text
     validity = pd.read_csv(RESULTS / "validity.csv")
     assert f"{int(validity['valid'].sum())} manifest, and " \
         f"{int(validity['unproven'].notna().sum())} are unproven" in text
@@ -144,8 +159,10 @@ def test_quoted_figures_match_committed_results():
             f"control runs, and {int(suite['clean_runs'])} runs of healthy variants") \
         in flat(SCORING)
     minutes, cores = sweep_time()
-    assert f"runs and the overhead pairs, took {minutes:.0f} min on {cores} cores" \
+    made = int(pd.read_csv(RESULTS / "sweep_time.csv")["runs_made"].sum())
+    assert f"its {made:,} runs and the overhead pairs, took {minutes:.0f} min on {cores} cores" \
         in flat(SCORING)
+    assert f"the test split: {made:,} runs, then the overhead pairs" in SPEED
     overhead = pd.read_csv(RESULTS / "perf" / "overhead.csv")
     ratio = overhead.set_index(["variant", "model"])["median_x"]
     suite_x = " / ".join(f"{ratio['suite: built-ins', m]:.2f}"
@@ -226,7 +243,7 @@ def test_where_the_time_goes_is_the_published_runs_wall_time():
     two_ranks = per_scenario[[s for s in per_scenario.index
                               if s.endswith(("ddp_unsynced", "rank_skip"))]]
     text = flat(SPEED)
-    assert (f"The published dev sweep's {len(runs)} runs (`wall_s` in "
+    assert (f"The published dev sweep's {len(runs):,} runs (`wall_s` in "
             f"`results/traces/runs.parquet`") in text
     assert f"add up to {runs['wall_s'].sum():.0f} s of run time" in text
     assert (f"are {share['control']:.0%} of it and the healthy variants "
@@ -265,6 +282,68 @@ def test_the_suites_misses_and_false_alarms_are_the_published_outcomes():
             for _, alarms in first.groupby("detector"):
                 lo, hi = int(alarms["alarm_step"].min()), int(alarms["alarm_step"].max())
                 assert f"step {lo}" + (f"-{hi}" if hi > lo else "") in parts[1], (lo, hi)
+
+
+
+def out_of_sample_rows() -> str:
+    """The out-of-sample table of docs/pages/scoring.md, from results/out_of_sample.csv."""
+    table = pd.read_csv(RESULTS / "out_of_sample.csv").set_index(["bug_set", "detector"])
+    tuned, unseen = table.loc["tuned-on"], table.loc["unseen"]
+    suite = "suite: built-ins"
+    rows = ["| | tuned on: 1.0's bugs | unseen: 1.1's bugs |", "|---|---|---|",
+            "| silent bugs (pairs) | " + " | ".join(
+                f"{int(t.loc[suite, 'bugs'])} ({int(t.loc[suite, 'pairs'])})"
+                for t in (tuned, unseen)) + " |"]
+    for detector, key, label in ((suite, "score", "score"), (suite, "recall", "recall"),
+                                 (suite, "matched_false_alarm_rate", "control alarms"),
+                                 ("suite: generic", "score", "score")):
+        rows.append(f"| `{detector}`, {label} | {interval(tuned.loc[detector], key)} | "
+                    f"{interval(unseen.loc[detector], key)} |")
+    return "\n".join(rows)
+
+
+def test_the_out_of_sample_table_is_the_committed_split():
+    block = re.search(r"<!-- out-of-sample:start -->\n(.*?)\n<!-- out-of-sample:end -->",
+                      SCORING, re.S)
+    assert block and block.group(1) == out_of_sample_rows(), (
+        "the out-of-sample table should read:\n" + out_of_sample_rows())
+
+
+def settings_mirror() -> tuple[pd.Series, pd.Series]:
+    """``settings_reader``'s per-bug paired values on the published outcomes, and the board's
+    row of its mirror: an alarm at step 0 on exactly the runs it leaves quiet (off the model's
+    defaults), scored by the board's own code."""
+    from bugzoo.judge.scoring import detector_row, pairs, silent
+
+    table = silent(pd.read_parquet(RESULTS / "outcomes.parquet"))
+    runs = table[table["detector"] == "settings_reader"].copy()
+    per_bug = pairs(runs).groupby("bug")["value"].mean()
+    alarmed = runs["outcome"].isin(["hit", "false_alarm", "early"])
+    buggy = runs["run_role"] == "buggy"
+    before_onset = (runs["onset"].fillna(0) > 0) & (runs["run_role"] != "clean")
+    runs["outcome"] = np.where(alarmed, np.where(buggy, "miss", "quiet"),
+                               np.where(before_onset, "early",
+                                        np.where(buggy, "hit", "false_alarm")))
+    runs["alarm_step"] = np.where(alarmed, np.nan, 0.0)
+    runs["delay_steps"] = np.where(runs["outcome"] == "hit", 0.0, np.nan)
+    runs["diagnosed"] = False
+    return per_bug, pd.Series(detector_row(runs))
+
+
+def test_settings_reader_and_its_mirror_are_quoted_as_measured():
+    """Where the mistake is a setting, reading settings is not 0 on the pairs; the page says on
+    which bugs, what the mirror would score, and that the healthy column flags it."""
+    per_bug, mirror = settings_mirror()
+    text = flat(SCORING)
+    moved = per_bug[per_bug != 0]
+    assert (moved == -1).all() and f"On {len(moved)} of the {len(per_bug)} bugs" in text
+    assert ", ".join(f"`{b}`" for b in moved.index[:-1]) + f" and `{moved.index[-1]}`" in text
+    assert f"`settings_reader` scores {interval(board().loc['settings_reader'], 'score')}" \
+        in text
+    assert f"would score +{interval(mirror, 'score')} on the pairs" in text
+    assert (f"alarms on {mirror['false_alarms']} of their {mirror['clean_runs']} runs, a "
+            f"healthy false-alarm rate of {interval(mirror, 'healthy_false_alarm_rate')}") in text
+    assert mirror["flag"], "the board must flag the mirror's healthy false alarms"
 
 
 def moves_table() -> str:
