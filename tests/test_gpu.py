@@ -24,8 +24,10 @@ GPU = ROOT / "results" / "gpu"
 def dry_pass(tmp_path_factory):
     """The whole dry pass, in a process of its own as a user would start it."""
     runs = tmp_path_factory.mktemp("gpu-dry")
+    # one worker: the pass's sweeps are a few tiny runs each, and a second worker would cost
+    # a third of its CPU time in interpreter starts alone
     done = subprocess.run([sys.executable, "-m", "bugzoo.cli", "gpu", "--dry-run", "--workers",
-                           "2", "--runs", str(runs), "--out", str(runs / "files")], cwd=ROOT)
+                           "1", "--runs", str(runs), "--out", str(runs / "files")], cwd=ROOT)
     return done.returncode, runs / "files"
 
 

@@ -3,6 +3,7 @@ buggy run is held against its disarmed twin, which looks the same from inside th
 
 from __future__ import annotations
 
+import copy
 import functools
 import subprocess
 import sys
@@ -13,7 +14,6 @@ import pytest
 from conftest import quick_cfg
 
 from bugzoo.bugs import list_bugs
-from bugzoo.config import compose_run
 from bugzoo.harness.runner import execute
 from bugzoo.judge.bugcheck import plant_evidence
 from bugzoo.scenarios import list_scenarios
@@ -42,15 +42,16 @@ def test_a_disarmed_twin_trains_as_its_control(bug):
     """The matched control is the clean run, bitwise, whatever the plant left installed; and a
     bug declared ``patches_only`` leaves its twin the same patches, with the same code."""
     scenario = first_scenario(bug)
-    twin = execute(quick_cfg(f"scenario={scenario.id}", *SHORT), armed=False).summary
-    control = control_summary(scenario.control)
+    cfg = quick_cfg(f"scenario={scenario.id}", *SHORT)
+    run = execute(copy.deepcopy(cfg), armed=False)
+    twin, control = run.summary, control_summary(scenario.control)
     assert (twin["trace_digest"], twin["outcome"]) == (control["trace_digest"],
                                                        control["outcome"])
     assert twin["role"] == "control" and twin["bug"] == bug.id
-    if bug.patches_only:
-        cfg = compose_run([f"scenario={scenario.id}", *SHORT])
-        buggy_plant = plant_evidence(Trainer(cfg, bug).build())
-        assert plant_evidence(Trainer(cfg, bug, armed=False).build()) == buggy_plant
+    if bug.patches_only:  # the twin's trainer as the run left it (a run on several ranks
+        # keeps none: then a fresh one) beside a fresh buggy one
+        twin_trainer = run.trainer or Trainer(cfg, bug, armed=False).build()
+        assert plant_evidence(twin_trainer) == plant_evidence(Trainer(cfg, bug).build())
 
 
 @pytest.fixture(scope="module")

@@ -45,7 +45,8 @@ def test_a_plain_bench_leaves_outside_plugins_out(plugin):
 def bench(out: Path, *detectors: str) -> pd.DataFrame:
     done = subprocess.run(
         [sys.executable, "-m", "bugzoo.cli", "bench", "--scenarios", "mlp-double_softmax",
-         "--seeds", "0", "--out", str(out), "--no-progress", "--no-overhead", "--detectors",
+         "--seeds", "0", "--workers", "1", "--out", str(out), "--no-progress", "--no-overhead",
+         "--detectors",
          *detectors, "harness.steps=30", "harness.eval_interval=10"],
         capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]

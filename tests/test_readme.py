@@ -63,12 +63,13 @@ def test_ci_runs_readme_test_command():
     assert commands[1].strip() in ci
 
 
-def sweep_time() -> tuple[float, int]:
-    """The reference sweep's minutes on its cores, every run's time recorded (the test split
-    runs the plan of the published dev runs)."""
+def sweep_time() -> tuple[float, int, int]:
+    """The reference sweep's minutes on its cores and its runs, every run's time recorded (the
+    test split runs the plan of the published dev runs)."""
     sweep = pd.read_csv(RESULTS / "sweep_time.csv")
-    assert sweep["runs_made"].sum() == len(pd.read_parquet(RESULTS / "traces" / "runs.parquet"))
-    return sweep["wall_s"].sum() / 60, int(sweep["cpus"].iloc[0])
+    runs = int(sweep["runs_made"].sum())
+    assert runs == len(pd.read_parquet(RESULTS / "traces" / "runs.parquet"))
+    return sweep["wall_s"].sum() / 60, int(sweep["cpus"].iloc[0]), runs
 
 
 def suite_rows(b: pd.DataFrame) -> str:
@@ -129,10 +130,9 @@ def test_readme_headline_figures_match_committed_results():
             f"and {interval(unseen, 'score')} on the {int(unseen['bugs'])} it never saw") in text
     old = pd.read_csv(RESULTS / "history" / "leaderboard-0.1.csv").set_index("detector")
     assert f"The 0.1 board's {interval(old.loc['suite: built-ins'], 'score')}" in text
-    minutes, cores = sweep_time()
+    minutes, cores, made = sweep_time()
     assert f"The sweep took {minutes:.0f} min on {cores} cores." in text
     # the main command's sweep has the reference sweep's plan, on the dev seeds
-    made = int(pd.read_csv(RESULTS / "sweep_time.csv")["runs_made"].sum())
     assert f"({made:,} runs and the overhead pairs, about {minutes:.0f} minutes on {cores} cores" \
         in text
     validity = pd.read_csv(RESULTS / "validity.csv")
@@ -158,8 +158,7 @@ def test_quoted_figures_match_committed_results():
     assert (f"{int(suite['bugs'])} silent bugs in {int(suite['pairs'])} pairs of buggy and "
             f"control runs, and {int(suite['clean_runs'])} runs of healthy variants") \
         in flat(SCORING)
-    minutes, cores = sweep_time()
-    made = int(pd.read_csv(RESULTS / "sweep_time.csv")["runs_made"].sum())
+    minutes, cores, made = sweep_time()
     assert f"its {made:,} runs and the overhead pairs, took {minutes:.0f} min on {cores} cores" \
         in flat(SCORING)
     assert f"the test split: {made:,} runs, then the overhead pairs" in SPEED
@@ -282,7 +281,6 @@ def test_the_suites_misses_and_false_alarms_are_the_published_outcomes():
             for _, alarms in first.groupby("detector"):
                 lo, hi = int(alarms["alarm_step"].min()), int(alarms["alarm_step"].max())
                 assert f"step {lo}" + (f"-{hi}" if hi > lo else "") in parts[1], (lo, hi)
-
 
 
 def out_of_sample_rows() -> str:

@@ -194,7 +194,10 @@ def plant_evidence(trainer: Trainer, limit: int = 200_000) -> dict:
 
 
 def _walk(todo: list, seen: set, patches: list, limit: int) -> None:
-    """Every object reachable from ``todo`` (up to ``limit``), noting each Patch met."""
+    """Every object reachable from ``todo`` (up to ``limit``), noting each Patch met. Objects
+    the garbage collector does not track (numbers, strings, containers of only those) are
+    skipped: they can hold no Patch, and they were most of the graph, so the walk once ran
+    out of ``limit`` before it reached the plant."""
     while todo and len(seen) < limit:
         obj = todo.pop()
         if id(obj) in seen or isinstance(obj, type | types.ModuleType):
@@ -209,7 +212,7 @@ def _walk(todo: list, seen: set, patches: list, limit: int) -> None:
                             tuple(type(c.cell_contents).__name__
                                   for c in replacement.__closure__ or ()),
                             obj.clock.onset if obj.clock else None))
-        todo.extend(gc.get_referents(obj))
+        todo.extend(o for o in gc.get_referents(obj) if gc.is_tracked(o))
 
 
 def check_validate(bug: Bug, setting: Setting) -> str:

@@ -348,17 +348,17 @@ DETERMINISM_SCENARIOS = ["*-clean", "*-clean-bf16", "mlp-clean-fp16_scaler"]
 
 def determinism(p: Pass) -> None:
     scenarios = select_scenarios(["mlp-clean"] if p.dry else DETERMINISM_SCENARIOS)
-    runs = {}
+    runs, tasks = {}, []
     for deterministic in (False, True):
         overrides = [*p.overrides, f"harness.deterministic={str(deterministic).lower()}"]
         for repeat in ("first", "second"):
             out = p.runs / "determinism" / f"deterministic-{deterministic}-{repeat}"
-            tasks = plan_runs(scenarios, [0], overrides, [], out, run_timeout(scenarios,
-                                                                              overrides))
-            sweep(tasks, p.workers, progress=False)
+            tasks += plan_runs(scenarios, [0], overrides, [], out, run_timeout(scenarios,
+                                                                               overrides))
             runs[deterministic, repeat] = out
             p.ran.append(f"(in process) seed 0 of {len(scenarios)} clean scenarios, "
                          f"{' '.join(overrides)} -> {out}")
+    sweep(tasks, p.workers, progress=False)  # one sweep: its workers start once, not four times
     table = pd.DataFrame([same_seed_twice(s.id, deterministic, runs[deterministic, "first"],
                                           runs[deterministic, "second"])
                           for deterministic in (False, True) for s in scenarios])
@@ -390,11 +390,13 @@ def same_seed_twice(scenario: str, deterministic: bool, first: Path, second: Pat
 def repeat(p: Pass) -> None:
     scenarios = select_scenarios(["mlp-double_softmax", "mlp-clean"] if p.dry else None)
     runs = [p.runs / "repeat" / name for name in ("first", "second")]
+    tasks = []
     for out in runs:
-        sweep(plan_runs(scenarios, [0], p.overrides, [], out,
-                        run_timeout(scenarios, p.overrides)), p.workers, progress=False)
+        tasks += plan_runs(scenarios, [0], p.overrides, [], out,
+                           run_timeout(scenarios, p.overrides))
         p.ran.append(f"(in process) seed 0 of {len(scenarios)} scenarios, no detectors, "
                      f"{' '.join(p.overrides) or 'default settings'} -> {out}")
+    sweep(tasks, p.workers, progress=False)  # both passes in one sweep: workers start once
     table = pd.DataFrame([same_seed_twice(s.id, False, *runs) for s in scenarios])
     differ = table[~table["identical"]]
     note = ("Every scenario of the default sweep trained twice at seed 0 with torch's default "
