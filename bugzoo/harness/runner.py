@@ -54,7 +54,8 @@ def execute(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = N
             trainer.fit([observer(watches)], rows=rows)
         except Exception as e:
             outcome, error = "crashed", f"{type(e).__name__}: {e}"
-            if log.isEnabledFor(logging.INFO):  # formatting allocates: not under a memory cap
+            if log.isEnabledFor(logging.INFO):  # formatting allocates: only when shown (under
+                # a memory cap it fails, and its SystemError would replace the MemoryError)
                 log.info("run crashed: %s\n%s", error, traceback.format_exc(limit=3))
         finally:
             call_all(watches, "teardown")
