@@ -19,6 +19,31 @@ from matplotlib.figure import Figure
 ROLE_COLOURS = {"suite": "#2ca02c", "heuristic": "#1f77b4", "tool": "#9467bd",
                 "baseline": "#7f7f7f"}
 TEXT, TICKS = 10, 9
+SCORE_LABEL = "score: paired Youden's J, macro-averaged over bugs (95% interval over bugs)"
+
+
+def score_errors(rows: pd.DataFrame) -> list[pd.Series]:
+    """The interval of each row's score as error-bar lengths below and above it."""
+    return [(rows["score"] - rows["score_lo"]).clip(lower=0).fillna(0),
+            (rows["score_hi"] - rows["score"]).clip(lower=0).fillna(0)]
+
+
+def score_axis(ax, y: np.ndarray, labels) -> None:
+    """Detectors down at ``y``, the paired score across from -1 to 1, 0 marked."""
+    ax.axvline(0, color="0.3", lw=0.8)
+    ax.set_yticks(y, labels, fontsize=TICKS)
+    ax.set_xlim(-1.05, 1.05)
+    ax.set_xlabel(SCORE_LABEL, fontsize=TEXT)
+    ax.tick_params(axis="x", labelsize=TICKS)
+
+
+def finish(fig: Figure, ax, title: str, png: Path) -> Path:
+    """Title, score grid and the file."""
+    ax.set_title(title, fontsize=TEXT + 1)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+    return png
 
 
 def leaderboard_figure(board: pd.DataFrame, png: Path, title: str) -> Path:
@@ -28,27 +53,16 @@ def leaderboard_figure(board: pd.DataFrame, png: Path, title: str) -> Path:
     ax = fig.subplots()
     y = np.arange(len(rows))
     colours = [ROLE_COLOURS.get(role, "#1f77b4") for role in rows["role"]]
-    low = (rows["score"] - rows["score_lo"]).clip(lower=0).fillna(0)
-    high = (rows["score_hi"] - rows["score"]).clip(lower=0).fillna(0)
-    ax.errorbar(rows["score"], y, xerr=[low, high], fmt="none", ecolor="0.55", elinewidth=1.2,
-                capsize=2)
+    ax.errorbar(rows["score"], y, xerr=score_errors(rows), fmt="none", ecolor="0.55",
+                elinewidth=1.2, capsize=2)
     ax.scatter(rows["score"], y, c=colours, s=28, zorder=3)
-    ax.axvline(0, color="0.3", lw=0.8)
-    ax.set_yticks(y, rows["detector"], fontsize=TICKS)
-    ax.set_xlim(-1.05, 1.05)
-    ax.set_xlabel("score: paired Youden's J, macro-averaged over bugs (95% interval over bugs)",
-                  fontsize=TEXT)
-    ax.tick_params(axis="x", labelsize=TICKS)
+    score_axis(ax, y, rows["detector"])
     for role, colour in ROLE_COLOURS.items():
         if role in set(rows["role"]):
             ax.scatter([], [], c=colour, s=28,
                        label={"baseline": "baseline or integrity row"}.get(role, role))
     ax.legend(fontsize=TICKS, loc="lower right")
-    ax.set_title(title, fontsize=TEXT + 1)
-    ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(png, dpi=110)
-    return png
+    return finish(fig, ax, title, png)
 
 
 def category_figure(categories: pd.DataFrame, png: Path, title: str,
@@ -89,19 +103,8 @@ def out_of_sample_figure(seen: pd.DataFrame, unseen: pd.DataFrame, png: Path, ti
     for board, offset, colour, label in ((a, 0.15, "#7f7f7f", seen_label),
                                          (b, -0.15, "#d62728", unseen_label)):
         rows = board.reindex(detectors)
-        low = (rows["score"] - rows["score_lo"]).clip(lower=0).fillna(0)
-        high = (rows["score_hi"] - rows["score"]).clip(lower=0).fillna(0)
-        ax.errorbar(rows["score"], y + offset, xerr=[low, high], fmt="o", color=colour,
+        ax.errorbar(rows["score"], y + offset, xerr=score_errors(rows), fmt="o", color=colour,
                     ecolor=colour, elinewidth=1.2, capsize=2, ms=4, label=label)
-    ax.axvline(0, color="0.3", lw=0.8)
-    ax.set_yticks(y, detectors, fontsize=TICKS)
-    ax.set_xlim(-1.05, 1.05)
-    ax.set_xlabel("score: paired Youden's J, macro-averaged over bugs (95% interval over bugs)",
-                  fontsize=TEXT)
-    ax.tick_params(axis="x", labelsize=TICKS)
+    score_axis(ax, y, detectors)
     ax.legend(fontsize=TICKS, loc="lower right")
-    ax.set_title(title, fontsize=TEXT + 1)
-    ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(png, dpi=110)
-    return png
+    return finish(fig, ax, title, png)
