@@ -45,6 +45,7 @@ from bugzoo.detector import Detector
 from bugzoo.harness import store
 from bugzoo.harness.budget import budget_scope
 from bugzoo.harness.record import DetectorStatus, RunResult, build_summary
+from bugzoo.harness.setup_digest import setup_digest
 from bugzoo.harness.watch import call_all, observer, run_facts, run_view, watches_for
 from bugzoo.telemetry import trace_tables
 from bugzoo.train import Trainer, measure
@@ -134,7 +135,9 @@ def rank_main(run_dir: Path, rank: int) -> int:
     with budget_scope():  # the detectors' calls, each under its time budget
         try:
             trainer.build()
-            call_all(watches, "setup", run_view(trainer))
+            view = run_view(trainer)
+            result["setup_digest"] = setup_digest(view)
+            call_all(watches, "setup", view)
             dist.monitored_barrier(group=wait_group, timeout=wait)
             trainer.fit([observer(watches)], rows=rows)
             torch.save(_flat_params(trainer.model), run_dir / f"params{rank}.pt")
@@ -268,7 +271,8 @@ def execute_distributed(cfg: DictConfig, detectors: list[Detector] = (), bug: Bu
         detectors=statuses, num_classes=lead.get("num_classes", 2), dataset=lead.get("dataset"),
         loss_floor=lead.get("loss_floor", 0.0), holdout=lead.get("holdout"),
         device=lead.get("device", "cpu"), world_size=world_size, backend=backend,
-        rank_errors=errors, rank_param_divergence=_divergence(params))
+        rank_errors=errors, rank_param_divergence=_divergence(params),
+        setup_digest=lead.get("setup_digest"))
     alarms = pd.DataFrame(lead.get("alarms", []), columns=store.ALARM_COLUMNS)
     return RunResult(resolved(cfg), trace, alarms, summary, layers)
 

@@ -153,12 +153,14 @@ def build_summary(cfg: DictConfig, bug: Bug | None, *, armed: bool = True,
                   padding: list[dict] | None = None, device: str | None = None,
                   world_size: int = 1, backend: str | None = None,
                   rank_errors: list | None = None,
-                  rank_param_divergence: float | None = None) -> dict:
+                  rank_param_divergence: float | None = None,
+                  setup_digest: str | None = None) -> dict:
     """Every key of a run's ``summary.json``: the trace metrics, the holdout measurement of a
     completed run, its serving check (``padding``: validation loss and accuracy per padding
     width, the first as trained, the last as served), what ran (scenario, model, bug, seed,
     ...), its ``role`` (``buggy``; ``control``, the disarmed twin of a buggy run; ``clean``), how
-    it ended (``startup_s``: how long building the run took, before its first step), the ranks
+    it ended (``startup_s``: how long building the run took, before its first step), its
+    ``setup_digest`` (:mod:`.setup_digest`; None when it did not build), the ranks
     of a distributed run and each detector's status. The facts a
     detector's RunView gives besides the live objects (``num_classes``, ``dataset``, ``model``,
     ``steps``, ``loss_floor``) are kept, so a stored trace can be replayed to it."""
@@ -181,7 +183,7 @@ def build_summary(cfg: DictConfig, bug: Bug | None, *, armed: bool = True,
         seed=int(cfg.seed), data_seed=int(cfg.data.seed), steps=int(cfg.harness.steps),
         outcome=outcome, release=release.digest(),
         crashed=outcome == "crashed", hung=outcome == "hang", error=error, wall_s=wall_s,
-        startup_s=startup_s,
+        startup_s=startup_s, setup_digest=setup_digest,
         device=device, torch_version=torch.__version__, world_size=world_size,
         backend=backend, rank_errors=rank_errors, rank_param_divergence=rank_param_divergence,
         detectors={name: status.as_dict() for name, status in detectors.items()})

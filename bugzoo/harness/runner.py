@@ -16,6 +16,7 @@ from bugzoo.detector import Detector
 from bugzoo.harness import distributed, store
 from bugzoo.harness.budget import budget_scope
 from bugzoo.harness.record import PartialRun, RunResult, build_summary
+from bugzoo.harness.setup_digest import setup_digest
 from bugzoo.harness.twin import twin_for
 from bugzoo.harness.watch import call_all, observer, run_facts, run_view, watches_for
 from bugzoo.telemetry import trace_tables
@@ -44,13 +45,15 @@ def execute(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = N
     trainer = Trainer(cfg, bug, armed=armed)
     start = time.perf_counter()
     rows = partial.rows
-    outcome, error, startup_s = "completed", None, None
+    outcome, error, startup_s, setup = "completed", None, None, None
     with budget_scope():  # the detectors' calls, each under its time budget
         try:
             trainer.build()  # first, so the twin finds the data loaded and is charged only its own work
             startup_s = time.perf_counter() - start
             twin = twin_for(watches, cfg, bug, armed)
-            call_all(watches, "setup", run_view(trainer, twin))
+            view = run_view(trainer, twin)
+            setup = setup_digest(view)  # before any detector touches the run
+            call_all(watches, "setup", view)
             trainer.fit([observer(watches)], rows=rows)
         except Exception as e:
             outcome, error = "crashed", f"{type(e).__name__}: {e}"
@@ -66,7 +69,7 @@ def execute(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = N
     padding = serving_check(trainer) if completed else None
     summary = build_summary(
         cfg, bug, armed=armed, trace=trace, outcome=outcome, error=error, wall_s=wall_s,
-        startup_s=startup_s,
+        startup_s=startup_s, setup_digest=setup,
         detectors={w.detector.name: w.status(wall_s) for w in watches}, **run_facts(trainer),
         holdout=holdout, padding=padding, device=str(trainer.device))
     alarms = pd.DataFrame([a for w in watches for a in w.alarms], columns=store.ALARM_COLUMNS)

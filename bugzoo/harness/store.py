@@ -26,6 +26,7 @@ from bugzoo.telemetry import LAYER_COLUMNS, LAYERS
 ALARM_COLUMNS = ["detector", "step", "symptom", "category", "message"]
 CONTROL_TAG = "control"  # a buggy run's matched control is stored as seed<k>.control/
 LAYERS_FILE = f"{LAYERS}.parquet"
+CONFIG_FILE = "config.yaml"
 
 
 def run_dir(root: Path, sweep: str, scenario: str, seed: int) -> Path:
@@ -63,7 +64,7 @@ def write_run(final: Path, config: dict, trace: pd.DataFrame, alarms: pd.DataFra
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.tmp-"))
     try:
-        (tmp / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+        (tmp / CONFIG_FILE).write_text(yaml.safe_dump(config, sort_keys=False))
         trace.to_parquet(tmp / "trace.parquet", index=False)
         layers = pd.DataFrame(columns=LAYER_COLUMNS) if layers is None else layers
         layers.reindex(columns=LAYER_COLUMNS).to_parquet(tmp / LAYERS_FILE, index=False)

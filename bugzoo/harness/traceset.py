@@ -23,6 +23,7 @@ import pandas as pd
 
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
+from bugzoo.harness.setup_digest import summary_with_setup
 from bugzoo.telemetry import Observation, observations
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ def stored_runs(source: Path) -> Iterator[StoredRun]:
     if is_traceset(source):
         return _traceset_runs(source)
     paths = _sweep_runs(source)
-    return (StoredRun(_scalars(store.read_summary(p)), store.read_trace(p),
+    return (StoredRun(_scalars(summary_with_setup(p)), store.read_trace(p),
                       store.read_layers(p)) for p in paths)
 
 

@@ -166,7 +166,8 @@ def out_of_sample_page(table: pd.DataFrame, command: str, stamp: str,
                   markdown(shown[["bug", "category", "models", "pairs", "hits", "recall",
                                   "control_alarms", "score", "delay", "midrun"]]), ""]
     for kind, title in (("loud", "Loud unseen bugs (a crash or a hang), scored apart"),
-                        ("unproven", "Unproven unseen scenarios, scored apart")):
+                        ("unproven", "Unproven unseen scenarios, scored apart"),
+                        ("visible", "Unseen bugs visible at setup, scored apart")):
         apart = apart_board(unseen, kind)
         apart = apart[apart["detector"].isin(SUITES)]
         if len(apart):

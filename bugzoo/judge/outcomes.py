@@ -20,6 +20,7 @@ import pandas as pd
 from bugzoo.detector_registry import DETECTORS, detector_class, role_of
 from bugzoo.errors import UsageError
 from bugzoo.harness import store
+from bugzoo.harness.setup_digest import summary_with_setup
 from bugzoo.registry import OWN_DISTRIBUTION
 
 # Suites count a run as caught by the first alarm of any member: bugzoo's own detectors of the
@@ -56,7 +57,7 @@ def _identity(name: str, status: dict) -> dict:
 
 def run_outcomes(path: Path) -> list[dict]:
     """One row per detector that watched the run stored at ``path``."""
-    summary = store.read_summary(path)
+    summary = summary_with_setup(path)
     alarms = store.read_alarms(path)
     elapsed = pd.Series(dtype=float)
     if not alarms.empty:
@@ -107,6 +108,7 @@ def judge_run(summary: dict, alarms: pd.DataFrame, elapsed: pd.Series) -> list[d
             if hit and len(elapsed) else None,
             "diagnosed": (first["category"] == summary.get("category")) if hit else None,
             "detector_error": status.get("error"), "release": summary.get("release"),
+            "setup_digest": summary.get("setup_digest"),
         })
     return rows
 
@@ -120,6 +122,25 @@ def outcomes(sweep_dir: Path) -> pd.DataFrame:
     table = pd.DataFrame(rows)
     one_release(table, sweep_dir)
     return table
+
+
+def visible_at_setup(table: pd.DataFrame) -> pd.Series:
+    """Per row, whether it is a buggy run or control of a scenario whose bug shows at setup:
+    in some seed, the buggy run's setup digest (:mod:`bugzoo.harness.setup_digest`) differs
+    from its control's, so a detector that reads only the setup could tell the two apart. A
+    pair with a digest missing (a distributed run, runs of an older release) counts as
+    not visible."""
+    paired = table["run_role"] != "clean"
+    if "setup_digest" not in table:
+        return pd.Series(False, index=table.index)
+    runs = table[paired].drop_duplicates(["scenario", "seed", "run_role"])
+    digests = runs.pivot(index=["scenario", "seed"], columns="run_role", values="setup_digest")
+    if not {"buggy", "control"} <= set(digests.columns):
+        return pd.Series(False, index=table.index)
+    differs = (digests["buggy"].notna() & digests["control"].notna()
+               & (digests["buggy"] != digests["control"]))
+    visible = set(differs[differs].index.get_level_values("scenario"))
+    return paired & table["scenario"].isin(visible)
 
 
 def one_release(table: pd.DataFrame, where: Path | str) -> None:

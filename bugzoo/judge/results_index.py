@@ -39,8 +39,9 @@ class Entry:
 NOTES = {
     "leaderboard.md": "every detector a plain `bugzoo bench` runs, scored on the test split; "
                       "`leaderboard_categories.csv` and `leaderboard_bugs.csv` break it down, "
-                      "`leaderboard_loud.csv` and `leaderboard_unproven.csv` score loud and "
-                      "unproven bugs apart",
+                      "`leaderboard_loud.csv`, `leaderboard_unproven.csv` and "
+                      "`leaderboard_visible.csv` score loud, unproven and setup-visible bugs "
+                      "apart",
     "validity.md": "each buggy scenario's symptom test against its matched control, unproven "
                    "scenarios measured too",
     "perf/overhead.md": "step-time overhead of telemetry, of each detector alone and of the "

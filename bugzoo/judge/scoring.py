@@ -18,8 +18,13 @@ the share of healthy variants' runs with an alarm, a column of its own: a detect
 Intervals resample what generalises: bugs for the buggy side, clean scenarios for the healthy
 side (95% percentile bootstrap, ``BOOTSTRAP`` resamples). Where every cluster shows the same
 rate, 0 or 1, the bootstrap has nothing to vary, and the interval is the exact Clopper-Pearson
-interval over the clusters. Loud bugs (a crash, a hang) and unproven ones (no symptom proven
-in their setting) are scored apart.
+interval over the clusters. Loud bugs (a crash, a hang), unproven ones (no symptom proven in
+their setting) and bugs visible at setup are scored apart. A bug is *visible at setup* when its
+buggy run and its twin differ in what a detector reads before the first step, without the seeds
+(:mod:`bugzoo.harness.setup_digest`: settings, types, module tree, shapes): there a strategy that
+merely knows the catalogue's defaults tells the pair apart, so the pair is no blind control.
+Off them, any strategy that reads only the setup alarms alike on both runs of every pair and
+scores exactly 0.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from bugzoo.commands import command_line
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
 from bugzoo.judge.figures import category_figure, leaderboard_figure
-from bugzoo.judge.outcomes import one_release, outcomes, with_suites
+from bugzoo.judge.outcomes import one_release, outcomes, visible_at_setup, with_suites
 from bugzoo.judge.stats import BOOTSTRAP, clopper_pearson
 from bugzoo.registry import OWN_DISTRIBUTION
 
@@ -88,10 +93,23 @@ def _columns(name: str, value: tuple[float, float, float]) -> dict:
 
 
 # ----------------------------------------------------------------------------- pairs
+APART_KINDS = ("loud", "unproven", "visible")  # scored apart, in this order of precedence
+
+
+def apart_kind(table: pd.DataFrame) -> pd.Series:
+    """Per row, the board it is scored apart on (``APART_KINDS``), or "" for the headline:
+    loud bugs, then unproven scenarios, then bugs visible at setup."""
+    kind = pd.Series("", index=table.index)
+    kind[visible_at_setup(table)] = "visible"
+    kind[table["unproven"]] = "unproven"
+    kind[table["loud"]] = "loud"
+    return kind
+
+
 def silent(table: pd.DataFrame) -> pd.DataFrame:
-    """Runs of silent bugs (with their controls) and of healthy variants: loud bugs and
-    unproven scenarios are scored apart."""
-    return table[~table["loud"] & ~table["unproven"]]
+    """Runs of silent bugs (with their controls) and of healthy variants: loud bugs, unproven
+    scenarios and bugs visible at setup are scored apart."""
+    return table[apart_kind(table) == ""]
 
 
 def pairs(table: pd.DataFrame) -> pd.DataFrame:
@@ -208,8 +226,8 @@ def leaderboard(table: pd.DataFrame, overhead: pd.DataFrame | None = None,
                              na_position="last", ignore_index=True)
 
 
-APART_COLUMNS = ["detector", "runs", "pairs", "early", "score", "score_lo", "score_hi", "recall",
-                 "recall_lo", "recall_hi", "median_delay_steps", "median_delay_steps_lo",
+APART_COLUMNS = ["detector", "runs", "bugs", "pairs", "early", "score", "score_lo", "score_hi",
+                 "recall", "recall_lo", "recall_hi", "median_delay_steps", "median_delay_steps_lo",
                  "median_delay_steps_hi"]
 CATEGORY_COLUMNS = ["detector", "category", "bugs", "pairs", "early", "score", "score_lo",
                     "score_hi", "recall", "recall_lo", "recall_hi", "diagnosis_accuracy",
@@ -217,17 +235,19 @@ CATEGORY_COLUMNS = ["detector", "category", "bugs", "pairs", "early", "score", "
 
 
 def apart_board(table: pd.DataFrame, kind: str, suite_label: str = "") -> pd.DataFrame:
-    """One row per detector over the pairs of ``kind`` bugs, ``loud`` (crashes and hangs: did it
-    see them coming) or ``unproven`` (no symptom proven here: how often it flagged them)."""
+    """One row per detector over the pairs of ``kind`` bugs: ``loud`` (crashes and hangs: did it
+    see them coming), ``unproven`` (no symptom proven here: how often it flagged them) or
+    ``visible`` (visible at setup: what a check of the setup is worth, beside a reader of
+    the defaults that detects nothing)."""
     runs = with_suites(table, suite_label)
-    runs = runs[runs[kind] & (runs["run_role"] != "clean")]
+    runs = runs[(apart_kind(runs) == kind) & (runs["run_role"] != "clean")]
     rows = []
     for d, g in runs.groupby("detector"):
         p = pairs(g)
         hits = p[p["hit"] == 1]
         rows.append({"detector": d, "runs": int((g["run_role"] == "buggy").sum()),
                      **{k: v for k, v in paired_scores(p).items()
-                        if k.startswith(("score", "recall", "early", "pairs"))},
+                        if k.startswith(("score", "recall", "early", "pairs", "bugs"))},
                      **_columns("median_delay_steps", _delays(hits, "delay_steps"))})
     return pd.DataFrame(rows, columns=APART_COLUMNS)
 
@@ -311,7 +331,7 @@ COUNT_KEYS = ["detector", "bugs", "pairs", "hits", "misses", "early", "control_a
               "clean_runs", "false_alarms", "recall_runs", "unpaired", "detector_errors"]
 CATEGORY_KEYS = ["detector", "category", "bugs", "pairs", "score", "recall", "early",
                  "diagnosis_accuracy"]
-APART_KEYS = ["detector", "runs", "score", "recall", "early", "median_delay_steps"]
+APART_KEYS = ["detector", "runs", "bugs", "score", "recall", "early", "median_delay_steps"]
 EFFECT_KEYS = ["scenario", "seeds", "effect"]
 
 EXPLANATION = (
@@ -324,8 +344,9 @@ EXPLANATION = (
     "pairs quiet before the onset, then over bugs. **healthy_false_alarm_rate**: healthy "
     "variants' runs with any alarm, per scenario, then over scenarios; above "
     f"{HEALTHY_LIMIT:g} the detector is flagged. A detector that knows nothing of the bug "
-    "alarms alike on both runs of a pair and scores 0: see the baselines and the integrity "
-    "rows (`settings_reader` reads the run's settings, `trace_memoriser` the published dev "
+    "alarms alike on both runs of a pair and scores 0 (bugs whose pair differs at setup are "
+    "scored apart, for there a reader of the defaults would not): see the baselines and the "
+    "integrity rows (`settings_reader` reads the run's settings, `trace_memoriser` the published dev "
     "traces). **early**: pairs alarmed before the onset, where the two runs are still one. "
     "Delays in steps after onset, for bugs present from step 0 and for bugs that start mid-run "
     "apart. **overhead**: a whole run's time with the detector over the bare loop's (no "
@@ -337,8 +358,18 @@ EXPLANATION = (
     "ambiguous, which counts as wrong.")
 
 
+VISIBLE_NOTE = (
+    "Bugs whose buggy run and matched control differ in what a detector reads at setup, "
+    "without the seeds: settings, types, the module tree, parameter shapes and flags, the "
+    "loaders' settings and the splits' shapes. A reader of the catalogue's defaults "
+    "(`settings_reader`'s mirror, which alarms whenever a run is off its model's defaults) "
+    "tells these pairs apart while detecting nothing, so they are not scored with the rest; "
+    "here a row is worth only beside its healthy false-alarm rate on the main board.")
+
+
 def render(board: pd.DataFrame, loud: pd.DataFrame, unproven: pd.DataFrame,
-           effects: pd.DataFrame, categories: pd.DataFrame, command: str, stamp: str) -> str:
+           visible: pd.DataFrame, effects: pd.DataFrame, categories: pd.DataFrame,
+           command: str, stamp: str) -> str:
     mix = (f"{int(board['bugs'].max())} silent bugs in {int(board['pairs'].max())} pairs of "
            f"buggy and control runs, and {int(board['clean_runs'].max())} runs of healthy "
            "variants" if len(board) else "no runs")
@@ -348,7 +379,7 @@ def render(board: pd.DataFrame, loud: pd.DataFrame, unproven: pd.DataFrame,
     parts = [
         "# Detector leaderboard", "",
         f"Regenerate with `{command}`. {stamp}. Silent bugs and healthy variants ({mix}); "
-        "loud and unproven bugs apart.", "", EXPLANATION, "",
+        "loud, unproven and setup-visible bugs apart.", "", EXPLANATION, "",
         markdown_table(board, MAIN_KEYS) if len(board) else "_no silent-bug runs_", "",
         "## Run-level counts", "",
         markdown_table(board, COUNT_KEYS) if len(board) else "", "",
@@ -360,6 +391,8 @@ def render(board: pd.DataFrame, loud: pd.DataFrame, unproven: pd.DataFrame,
         "95% percentile-bootstrap interval over seeds:", "",
         markdown_table(effects, EFFECT_KEYS) if len(effects) else "_no unproven scenarios_", "",
         markdown_table(unproven, APART_KEYS) if len(unproven) else "", "",
+        "## Bugs visible at setup", "", VISIBLE_NOTE, "",
+        markdown_table(visible, APART_KEYS) if len(visible) else "_no setup-visible bugs_", "",
         "## Per bug category", "",
         markdown_table(categories, CATEGORY_KEYS) if len(categories) else "_no buggy runs_", "",
     ]
@@ -458,12 +491,13 @@ def write_boards(table: pd.DataFrame, overhead: pd.DataFrame | None, made_in: Pa
     board = leaderboard(runs, overhead, suite_label)
     loud = apart_board(runs, "loud", suite_label)
     unproven = apart_board(runs, "unproven", suite_label)
+    visible = apart_board(runs, "visible", suite_label)
     effects = unproven_effects(table)
     categories = category_board(runs, suite_label)
     if made_by := store.read_sweep_command(made_in):
         command = f"{made_by}` then `{command}"
     stamp = store.sweep_stamp(made_in) or "Runs made with unrecorded versions"
-    text = render(board, loud, unproven, effects, categories, command,
+    text = render(board, loud, unproven, visible, effects, categories, command,
                   f"{stamp} (scored with {versions()})")
     if compare and (lines := beside_published(board)):
         text += "\n".join(["## Beside the published reference", "",
@@ -476,6 +510,7 @@ def write_boards(table: pd.DataFrame, overhead: pd.DataFrame | None, made_in: Pa
         board.to_csv(folder / "leaderboard.csv", index=False)
         loud.to_csv(folder / "leaderboard_loud.csv", index=False)
         unproven.to_csv(folder / "leaderboard_unproven.csv", index=False)
+        visible.to_csv(folder / "leaderboard_visible.csv", index=False)
         effects.to_csv(folder / "unproven_effects.csv", index=False)
         categories.to_csv(folder / "leaderboard_categories.csv", index=False)
         bug_board(table).to_csv(folder / "leaderboard_bugs.csv", index=False)

@@ -1,0 +1,128 @@
+"""What a detector can read of a run at setup without its seeds: its settings and structure.
+
+A buggy run is judged against its disarmed twin, trained with the same configuration and seeds.
+For most bugs the two are the same object graph until the onset, so anything a detector reads
+at setup is the same in both, and a strategy that reads only the setup scores 0. For a bug
+that *is* a setting or a structure (a learning rate, a missing layer, a frozen parameter) the
+twin differs in what the run view shows from step 0, and a strategy that merely notes the
+catalogue's defaults would tell the two apart. The scoring takes such pairs off the headline
+(:mod:`bugzoo.judge.scoring`); the runner records this digest in every run's summary.
+
+The description covers what does not depend on the seeds: hyperparameters, types, the module
+tree, parameter shapes and flags, the loaders' settings and the splits' shapes. The numbers
+themselves (weights, data) are left out: they change with the seed, and the test split's
+seeds are unpublished, so memorising them wins nothing (``trace_memoriser`` scores 0).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import OmegaConf
+from torch import nn
+
+from bugzoo import release
+from bugzoo.bugs import get_bug
+from bugzoo.detector import RunView
+from bugzoo.harness import store
+from bugzoo.harness.watch import run_view
+from bugzoo.train import Trainer
+
+log = logging.getLogger(__name__)
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-friendly form of a setting: tensors as numbers, containers element-wise,
+    anything else (functions, objects) as its type's name."""
+    if isinstance(value, torch.Tensor):
+        return value.tolist() if value.numel() == 1 else f"tensor{list(value.shape)}"
+    if isinstance(value, bool | int | float | str) or value is None:
+        return value
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return type(value).__name__
+
+
+def _settings(obj: Any) -> dict:
+    """An object's public attributes that are plain values (a layer's sizes, a loss's
+    reduction and smoothing, a loader's batch size)."""
+    return {k: _plain(v) for k, v in sorted(vars(obj).items())
+            if not k.startswith("_") and isinstance(v, bool | int | float | str | tuple)}
+
+
+def describe_module(module: nn.Module) -> list:
+    """Every submodule's name, type, settings and mode, then every parameter and buffer with
+    its shape, dtype and whether it trains."""
+    modules = [[name, type(m).__name__, m.extra_repr(), _settings(m)]
+               for name, m in module.named_modules()]
+    tensors = [[name, list(t.shape), str(t.dtype), t.requires_grad]
+               for name, t in [*module.named_parameters(), *module.named_buffers()]]
+    return [modules, tensors]
+
+
+def describe_optimizer(optimizer: torch.optim.Optimizer) -> list:
+    """The optimizer's type, and per parameter group its hyperparameters and the shapes it
+    updates."""
+    groups = [{**{k: _plain(v) for k, v in sorted(g.items()) if k != "params"},
+               "shapes": [list(p.shape) for p in g["params"]]} for g in optimizer.param_groups]
+    return [type(optimizer).__name__, groups]
+
+
+def describe_loader(loader: Any) -> dict:
+    """The loader's type and settings, and its split's tensors' shapes and dtypes."""
+    split = getattr(loader, "split", None)
+    tensors = {k: [list(v.shape), str(v.dtype)] for k, v in sorted(vars(split).items())
+               if isinstance(v, torch.Tensor)} if split is not None else {}
+    return {"type": type(loader).__name__, **_settings(loader),
+            "worker_init_fn": getattr(loader, "worker_init_fn", None) is not None,
+            "split": tensors}
+
+
+def describe_setup(view: RunView) -> dict:
+    """What a detector reads of ``view`` at setup that does not depend on the run's seeds."""
+    scheduler = view.lr_scheduler
+    return {
+        "facts": [view.steps, view.num_classes, view.model_name, view.dataset,
+                  round(float(view.loss_floor), 9)],
+        "model": describe_module(view.model),
+        "optimizer": describe_optimizer(view.optimizer),
+        "scheduler": [type(scheduler).__name__, _plain(getattr(scheduler, "base_lrs", None))]
+        if scheduler is not None else None,
+        "loss": describe_module(view.loss_fn),
+        "train_loader": describe_loader(view.train_loader),
+        "val_loader": describe_loader(view.val_loader),
+    }
+
+
+def setup_digest(view: RunView) -> str:
+    """A short hash of :func:`describe_setup`: equal for two runs a setup reader cannot tell
+    apart."""
+    text = json.dumps(describe_setup(view), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def summary_with_setup(path: Path) -> dict:
+    """The summary of the run stored at ``path``, with its ``setup_digest``. A run stored
+    before digests were recorded is rebuilt (not trained) from its stored configuration to
+    find it, when the benchmark's release is still the one that made the run; the digest
+    stays None for a distributed run or one that no longer builds the same."""
+    summary = store.read_summary(path)
+    if "setup_digest" in summary:
+        return summary
+    summary["setup_digest"] = None
+    if summary.get("release") != release.digest() or (summary.get("world_size") or 1) > 1:
+        return summary
+    cfg = OmegaConf.load(path / store.CONFIG_FILE)
+    bug = get_bug(cfg.bug.id) if cfg.get("bug") else None
+    try:
+        trainer = Trainer(cfg, bug, armed=summary.get("role") != "control").build()
+    except Exception as e:  # a run that crashed while building has no setup to read
+        log.debug("no setup digest for %s: %s", path, e)
+        return summary
+    summary["setup_digest"] = setup_digest(run_view(trainer))
+    return summary
