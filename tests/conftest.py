@@ -78,3 +78,18 @@ def doc_examples(section: str, language: str) -> list[str]:
 @pytest.fixture
 def results_dir(tmp_path):
     return tmp_path / "results"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under ``pytest -n`` (``--dist loadgroup``, set in pyproject.toml), the tests that share a
+    module- or session-scoped fixture run on one worker, so its work (a sweep, the GPU dry
+    pass) is done once, not once per worker."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        shared = sorted(name for name in (info.names_closure if info else ())
+                        if (defs := info.name2fixturedefs.get(name))
+                        and defs[-1].scope in ("module", "session")
+                        and "tests" in Path(str(defs[-1].baseid) or ".").parts)
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(f"{item.path.stem}:{shared[0]}"))

@@ -16,6 +16,7 @@ from omegaconf import OmegaConf
 
 from bugzoo.detector_registry import load_detector
 from bugzoo.harness.distributed import _backend, _kill, _wait
+from bugzoo.harness.pool import parked_workers
 from bugzoo.harness.runner import execute
 from bugzoo.telemetry import TIMING_COLUMNS
 
@@ -26,8 +27,9 @@ SHORT = (f"harness.steps={STEPS}", f"harness.dist_timeout_s={PG_TIMEOUT_S}",
 
 def children_of(pid: int) -> list[int]:
     """Pids whose parent is ``pid`` (zombies included), from /proc; multiprocessing's
-    long-lived resource tracker (started by earlier tests in this process) is not counted."""
-    found = []
+    long-lived resource tracker (started by earlier tests in this process) and the idle pool
+    workers kept for this process's next sweep are not counted."""
+    kept, found = parked_workers(), []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
@@ -36,7 +38,7 @@ def children_of(pid: int) -> list[int]:
                 continue
             if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
                 cmdline = (entry / "cmdline").read_bytes() if (entry / "cmdline").exists() else b""
-                if b"resource_tracker" not in cmdline:
+                if b"resource_tracker" not in cmdline and int(entry.name) not in kept:
                     found.append(int(entry.name))
     return found
 

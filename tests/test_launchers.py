@@ -34,11 +34,11 @@ def bugzoo_run(*args: str) -> subprocess.CompletedProcess:
 
 
 def launch_sweeps(root: Path) -> dict[str, Path]:
-    """The same 2 scenarios x 2 seeds sweep, once per launcher, into one results root."""
+    """The same sweep of 2 scenarios at seed 0, once per launcher, into one results root."""
     found = {}
     for name, launcher in LAUNCHERS.items():
         scenarios = SCENARIOS + (["mlp-device_mismatch"] if name == "basic" else [])
-        proc = bugzoo_run("-m", f"scenario={','.join(scenarios)}", "seed=0,1",
+        proc = bugzoo_run("-m", f"scenario={','.join(scenarios)}", "seed=0",
                           "harness.steps=20", "harness.eval_interval=10", "harness.device=cpu",
                           f"detector=[{','.join(WATCHING)}]", f"harness.out_dir={root}",
                           f"harness.sweep={name}", f"hydra.sweep.dir={root}/hydra-{name}",
@@ -57,7 +57,7 @@ def without_timing(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def check_store_layout(sweeps: dict[str, Path]) -> None:
-    expected = {f"{s}/seed{k}" for s in SCENARIOS for k in (0, 1)}
+    expected = {f"{s}/seed0" for s in SCENARIOS}
     for name, sweep_dir in sweeps.items():
         assert set(runs(sweep_dir)) == expected, name
         for path in runs(sweep_dir).values():

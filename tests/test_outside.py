@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import faults
@@ -43,13 +42,11 @@ def test_a_plain_bench_leaves_outside_plugins_out(plugin):
 
 
 def bench(out: Path, *detectors: str) -> pd.DataFrame:
-    done = subprocess.run(
-        [sys.executable, "-m", "bugzoo.cli", "bench", "--scenarios", "mlp-double_softmax",
-         "--seeds", "0", "--workers", "1", "--out", str(out), "--no-progress", "--no-overhead",
-         "--detectors",
-         *detectors, "harness.steps=30", "harness.eval_interval=10"],
-        capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
+    """``bugzoo bench`` in this process (its worker is kept for the next one)."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["bench", "--scenarios", "mlp-double_softmax", "--seeds", "0", "--workers",
+                     "1", "--out", str(out), "--no-progress", "--no-overhead", "--detectors",
+                     *detectors, "harness.steps=30", "harness.eval_interval=10"]) == 0
     return pd.read_csv(out / "leaderboard.csv").set_index("detector")
 
 

@@ -21,7 +21,7 @@ import pytest
 
 from bugzoo.config import compose_run
 from bugzoo.harness import store
-from bugzoo.harness.pool import RunTask, run_task, run_tasks
+from bugzoo.harness.pool import RunTask, parked_workers, run_task, run_tasks
 from bugzoo.harness.runner import execute
 from bugzoo.harness.sweep import plan_runs, select_scenarios, sweep
 from bugzoo.judge.scoring import score_sweep
@@ -30,7 +30,7 @@ from bugzoo.telemetry import TIMING_COLUMNS
 
 SHORT = ("harness.steps=20", "harness.eval_interval=10")
 FAULT_CASES = 7  # raising run, NaN run, hung run, memory-capped run, 3 faulty detectors
-KILLS = 3
+KILLS = 2
 
 
 @pytest.fixture(scope="module")
@@ -49,9 +49,11 @@ def _reference(scenario: str, seed: int, *overrides: str) -> dict:
 
 def _others(before: set[int]) -> list[tuple[int, str]]:
     """Processes below this one that were not there before, bar multiprocessing's resource
-    tracker (one helper per parent process, by design alive until the parent exits)."""
+    tracker (one helper per parent process, by design alive until the parent exits) and the
+    idle workers the pool keeps for the next sweep."""
+    kept = parked_workers()
     return [(pid, cmd) for pid, cmd in faults.descendants()
-            if pid not in before and "resource_tracker" not in cmd]
+            if pid not in before | kept and "resource_tracker" not in cmd]
 
 
 def test_fault_injected_sweep_completes_and_isolates_each_fault(plugins, tmp_path):
@@ -256,3 +258,20 @@ def test_a_round_of_budgeted_calls_arms_the_timer_once_and_cuts_off_only_a_late_
     assert time.perf_counter() - t0 < 2
     assert [w.error is None for w in watches] == [True, True, True, False]
     assert "DetectorTimeout" in watches[-1].error and "0.3 s per call" in watches[-1].error
+
+
+def test_the_next_sweep_of_a_process_reuses_its_idle_workers_unless_the_environment_changed(
+        tmp_path, monkeypatch):
+    def one_run(seed: int) -> None:
+        task = RunTask(get_scenario("mlp-clean"), seed, SHORT, ("nonfinite",), str(tmp_path),
+                       isolate=False, timeout_s=120)
+        assert sweep([task], workers=1, progress=False) == {"completed": 1}
+
+    one_run(0)
+    kept = parked_workers()
+    assert kept, "the sweep kept no idle worker"
+    one_run(1)
+    assert parked_workers() == kept, "the second sweep started a worker of its own"
+    monkeypatch.setenv("BUGZOO_POOL_TEST", "1")  # a worker reads its environment once
+    one_run(2)
+    assert parked_workers() - kept, "a worker started before the change was given a task"

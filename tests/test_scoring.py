@@ -4,8 +4,6 @@ bugs, suites, releases, and the tables."""
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -267,26 +265,6 @@ def test_a_tool_subset_is_scored_beside_the_reference_sweep_on_the_same_runs(swe
     assert board.loc["t", "score"] == 1.0 and board.loc["a", "score"] == 0.0  # a: hit + FA
     assert f"--beside {sweep}" in capsys.readouterr().out
     assert main(["score", str(tool / "sw"), "--beside", str(tmp_path / "nope")]) == 2
-
-
-def test_baselines_score_about_zero_on_the_quick_sweep(tmp_path):
-    """On a real sweep: the three baselines score 0, a constant alarm exactly, so a scoring
-    change that lets a constant detector win fails here."""
-    out = tmp_path / "quick"
-    done = subprocess.run(
-        [sys.executable, "-m", "bugzoo.cli", "bench", "--quick", "--out", str(out),
-         "--no-progress", "--no-overhead", "--detectors", "baselines", "nonfinite",
-         "ce_probabilities"], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    board = pd.read_csv(out / "leaderboard.csv").set_index("detector")
-    for baseline in ("always_alarm", "never_alarm", "random_alarm"):
-        row = board.loc[baseline]
-        assert row["score_lo"] <= 0.0 <= row["score_hi"] and abs(row["score"]) <= 0.25, row
-        assert row["role"] == "baseline"
-    assert board.loc["always_alarm", "score"] == 0.0 and board.loc["never_alarm", "score"] == 0.0
-    assert board.loc["always_alarm", "recall"] == 1.0  # it "catches" every bug...
-    assert board.loc["always_alarm", "matched_false_alarm_rate"] == 1.0  # ...and every twin
-    assert board.loc["suite: built-ins", "score"] > board.loc["always_alarm", "score"]
 
 
 def test_delay_after_symptom_counts_from_the_first_nonfinite_step():

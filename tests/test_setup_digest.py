@@ -7,6 +7,7 @@ import copy
 
 import pandas as pd
 import pytest
+from bugzoo_detectors.integrity import fingerprint
 from conftest import quick_cfg
 
 from bugzoo.bugs import get_bug
@@ -14,7 +15,6 @@ from bugzoo.harness.setup_digest import describe_setup, setup_digest
 from bugzoo.harness.watch import run_view
 from bugzoo.judge.outcomes import visible_at_setup
 from bugzoo.train import Trainer
-from detectors.integrity import fingerprint
 
 
 def views(scenario: str):

@@ -112,7 +112,10 @@ def main(argv: list[str]) -> int:
     if "--help" in argv or "-h" in argv:
         print(USAGE)
     register_groups()
-    register_scenarios(list_scenarios())
+    # Hydra's help copies the config store once per group it lists: with every scenario in it,
+    # that took 14 s. It lists them without scenarios (`bugzoo list scenarios` does).
+    helping = any(a in ("--help", "-h", "--hydra-help") for a in argv)
+    register_scenarios([] if helping else list_scenarios())
     multirun = any(a in ("-m", "--multirun") for a in argv)
     if not multirun and not any(a.startswith("-") for a in argv):
         # raises UsageError on unknown ids, bad values or an unusable results folder

@@ -5,7 +5,8 @@ workers that import torch once and use one intra-op thread. Runs that may hang o
 interpreter (loud bugs, distributed bugs) each get a process of their own. Both kinds share the
 slots, longest runs first, so the machine stays busy to the end. Every run has a timeout: a run
 past it, or one whose process dies, becomes a recorded outcome (``hang`` / ``crashed``) and only
-its process is replaced.
+its process is replaced. Idle workers outlive their sweep and take the next sweep of the same
+process.
 
 Every run writes its own folder atomically (``bugzoo.harness.store.write_run``), from the
 process that ran it: a killed sweep loses nothing that had completed.
@@ -13,11 +14,13 @@ process that ran it: a killed sweep loses nothing that had completed.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import multiprocessing
 import os
 import re
 import resource
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -244,7 +247,8 @@ def run_tasks(tasks: list[RunTask], workers: int) -> Iterator[dict]:
     # isolated (distributed, loud) runs first: they include the ones that sit out a timeout
     waiting = sorted(tasks, key=lambda t: (t.isolate, t.expected_cost), reverse=True)
     busy: list[Slot] = []
-    idle: list[Slot] = []  # reusable workers between tasks
+    idle: list[Slot] = _unpark()  # reusable workers between tasks, and between sweeps
+    finished = False
     try:
         while waiting or busy:
             while waiting and len(busy) < workers:
@@ -270,12 +274,56 @@ def run_tasks(tasks: list[RunTask], workers: int) -> Iterator[dict]:
                 if slot.conn is not None and slot.proc.is_alive():
                     idle.append(slot)
                 yield record
+        finished = True
     finally:
-        for slot in idle:
+        if finished:  # a sweep that ran to its end leaves its idle workers to the next one
+            _park(idle)
+        else:
+            _stop(idle)
+        _stop(busy)
+
+
+# Idle workers kept between the sweeps of one process (the GPU pass's stages, a bench and its
+# overhead timing, a test session), so that each sweep does not start its own and import torch
+# again. They are keyed by what a spawned worker takes from its parent once, at its start (the
+# environment, sys.path, the working folder): one started before a change of these is not given
+# a task after it.
+_parked: dict[int, list[Slot]] = {}
+
+
+def _environment_key() -> int:
+    return hash((frozenset(os.environ.items()), tuple(sys.path), os.getcwd()))
+
+
+def parked_workers() -> set[int]:
+    """The process ids of the idle workers kept for this process's next sweep."""
+    return {slot.proc.pid for slots in _parked.values() for slot in slots}
+
+
+def _park(slots: list[Slot]) -> None:
+    """Keep ``slots`` for the next sweep; workers kept for another environment are stopped, so
+    a process holds no more idle workers than its largest sweep had."""
+    key = _environment_key()
+    for other in [k for k in _parked if k != key]:
+        _stop(_parked.pop(other))
+    _parked.setdefault(key, []).extend(s for s in slots if s.proc.is_alive())
+
+
+def _unpark() -> list[Slot]:
+    return [s for s in _parked.pop(_environment_key(), []) if s.proc.is_alive()]
+
+
+def _stop(slots: list[Slot]) -> None:
+    """Ask reusable workers to exit, then end every process of ``slots``."""
+    for slot in slots:
+        if slot.conn is not None:
             with suppress(OSError):  # already gone
                 slot.conn.send(None)
-        for slot in idle + busy:
-            slot.proc.join(timeout=5)
-            if slot.proc.is_alive():
-                slot.proc.kill()
-                slot.proc.join()
+    for slot in slots:
+        slot.proc.join(timeout=5)
+        if slot.proc.is_alive():
+            slot.proc.kill()
+            slot.proc.join()
+
+
+atexit.register(lambda: _stop([slot for slots in _parked.values() for slot in slots]))

@@ -45,6 +45,9 @@ log = logging.getLogger(__name__)
 
 CPU_REFERENCE = Path("results/traces/runs.parquet")  # the published CPU runs, seeds 0-2
 DRY_OVERRIDES = ("harness.device=cpu", "harness.steps=20", "harness.eval_interval=10")
+# a dry run's benches: two detectors stand in for the suite (the same code path, a tenth of the
+# time; the overhead stage times the detectors)
+DRY_DETECTORS = ("--detectors", "nonfinite", "loss_plateau")
 
 
 @dataclass(frozen=True)
@@ -146,8 +149,8 @@ def environment(p: Pass) -> None:
 def quick(p: Pass) -> None:
     runs = p.runs / "quick"
     # a dry run leaves the overhead timing to its own stage
-    scenarios = (["--scenarios", "mlp-double_softmax", "mlp-clean-lr_x0p3", "--no-overhead"]
-                 if p.dry else [])
+    scenarios = (["--scenarios", "mlp-double_softmax", "mlp-clean-lr_x0p3", "--no-overhead",
+                  *DRY_DETECTORS] if p.dry else [])
     p.verb("bench", bench.main, ["--quick", *scenarios, *p.sweep_args(runs), *p.overrides])
     board = pd.read_csv(runs / "leaderboard.csv")
     write_stage(p, "quick", "the quick bench on CUDA",
@@ -156,8 +159,8 @@ def quick(p: Pass) -> None:
 
 def catalogue(p: Pass) -> None:
     runs = p.runs / "catalogue"
-    scenarios = (["--scenarios", "mlp-double_softmax", "mlp-lr_too_high", "lstm-frozen_layers"]
-                 if p.dry else [])
+    scenarios = (["--scenarios", "mlp-double_softmax", "mlp-lr_too_high", "lstm-frozen_layers",
+                  *DRY_DETECTORS] if p.dry else [])
     p.verb("bench", bench.main, ["--seeds", "0", "--no-overhead", *scenarios,
                                  *p.sweep_args(runs), *p.overrides])
     compared = beside_cpu(summaries(runs), pd.read_parquet(CPU_REFERENCE))
@@ -333,7 +336,7 @@ def data_time(p: Pass) -> None:
 
 def overhead(p: Pass) -> None:
     tables = p.runs / "overhead-tables"
-    limited = ["--models", "mlp", "--detectors", "nonfinite", "loss_plateau"] if p.dry else []
+    limited = ["--models", "mlp", *DRY_DETECTORS] if p.dry else []
     # timing pairs share the GPU: fewer at once keeps one pair's blocks from slowing another's
     workers = str(max(1, min(p.workers, 4)))
     p.verb("perf", perf.main, ["overhead", "--out", str(tables), "--workers", workers,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from bugzoo.detector_registry import DETECTORS, detector_class, role_of
@@ -156,21 +157,27 @@ def suite_outcomes(table: pd.DataFrame, name: str, members: set[str]) -> pd.Data
     """A suite as one detector: per run, the first alarm of any member counts. Its diagnosis
     is the category that member names; members that alarm at the same first step and name
     different categories make it ambiguous, which counts as a wrong diagnosis."""
-    rows = []
-    for _, g in table[table["detector"].isin(members)].groupby(["scenario", "seed", "run_role"]):
-        alarmed = g.dropna(subset=["alarm_step"])
-        first = alarmed[alarmed["alarm_step"] == alarmed["alarm_step"].min()]
-        row = (first.iloc[0] if len(first) else g.iloc[0]).to_dict()
-        if len(first):
-            named = set(first["alarm_category"])
-            row["alarm_category"] = named.pop() if len(named) == 1 else AMBIGUOUS
-            if row["outcome"] == "hit":
-                row["diagnosed"] = row["alarm_category"] == row["category"]
-        row.update(detector=name, role="suite", scope="suite", distribution=OWN_DISTRIBUTION,
-                   version=g["version"].iloc[0],
-                   detector_error=None if g["detector_error"].isna().all() else "member error")
-        rows.append(row)
-    return pd.DataFrame(rows)
+    keys = ["scenario", "seed", "run_role"]
+    rows = table[table["detector"].isin(members)].reset_index(drop=True)
+    alarmed = rows["alarm_step"].notna()
+    # per run, the member row that counts: the first to alarm (the first listed among those
+    # alarming at that step), else the run's first row
+    ordered = rows.assign(_quiet=~alarmed, _order=range(len(rows))).sort_values(
+        [*keys, "_quiet", "alarm_step", "_order"], kind="stable")
+    suite = ordered.drop_duplicates(keys).set_index(keys)
+    first_step = rows[alarmed].groupby(keys)["alarm_step"].transform("min")
+    at_first = rows[alarmed][rows.loc[alarmed, "alarm_step"] == first_step]
+    named = at_first.groupby(keys)["alarm_category"].nunique()
+    ambiguous = named[named > 1].index
+    suite.loc[suite.index.isin(ambiguous), "alarm_category"] = AMBIGUOUS
+    hit = suite["outcome"] == "hit"
+    suite.loc[hit, "diagnosed"] = suite.loc[hit, "alarm_category"] == suite.loc[hit, "category"]
+    errors = rows["detector_error"].notna().groupby([rows[k] for k in keys]).any()
+    suite["version"] = rows.drop_duplicates(keys).set_index(keys)["version"]
+    suite["detector_error"] = np.where(errors.reindex(suite.index), "member error", None)
+    suite = suite.assign(detector=name, role="suite", scope="suite",
+                         distribution=OWN_DISTRIBUTION)
+    return suite.reset_index().drop(columns=["_quiet", "_order"])[list(table.columns)]
 
 
 def form_suites(identities: dict[str, tuple[str, str, str]]) -> dict[str, list[str]]:
