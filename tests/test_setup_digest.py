@@ -57,3 +57,12 @@ def test_a_scenario_is_visible_when_any_of_its_pairs_differs():
     table = pd.DataFrame(rows, columns=["scenario", "seed", "run_role", "setup_digest"])
     assert visible_at_setup(table).tolist() == [True, True, True, True, False, False, False]
     assert not visible_at_setup(table.drop(columns="setup_digest")).any()
+
+
+def test_check_bug_tells_the_author_when_a_bug_will_be_scored_apart():
+    from bugzoo.judge.bugcheck import check_blind, settings
+
+    said = {b: check_blind(get_bug(b), settings(get_bug(b), ["mlp"])[0])
+            for b in ("lr_too_high", "double_softmax")}
+    assert "scores it apart" in said["lr_too_high"]
+    assert "scores it apart" not in said["double_softmax"]

@@ -35,6 +35,7 @@ from bugzoo.bugs.base import Patch
 from bugzoo.config import compose_run
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness.runner import execute
+from bugzoo.harness.setup_digest import setup_digest
 from bugzoo.harness.watch import run_view
 from bugzoo.judge.conformance import _reachable_strings, _stable
 from bugzoo.judge.validity import compare, control_overrides, measure_symptom
@@ -167,15 +168,22 @@ def check_blind(bug: Bug, setting: Setting) -> str:
                     if any(n in k or n in v for n in names))
     if leaks:
         raise BugCheckError(f"a detector can read the bug's name: {leaks[:5]}")
-    buggy, twin = plant_evidence(trainer), plant_evidence(Trainer(cfg, bug, armed=False).build())
+    twin_trainer = Trainer(compose_run(short_runs(bug, setting).buggy(setting)), bug,
+                           armed=False).build()  # its own config: a plant may edit the buggy's
+    buggy, twin = plant_evidence(trainer), plant_evidence(twin_trainer)
     if not bug.patches_only:  # its control runs without the plant: only the label must match
         buggy.pop("patches"), twin.pop("patches")
     if buggy != twin:
         differs = sorted(k for k in buggy if buggy[k] != twin.get(k))
         raise BugCheckError(f"the buggy run and its control differ in what code in their "
                             f"process can read: {differs}")
+    # not a rule, a fact the author should know: where the setup differs, a reader of the
+    # defaults tells the pair apart, so the board scores the bug apart
+    visible = setup_digest(run_view(trainer)) != setup_digest(run_view(twin_trainer))
     return ("nothing a detector can read names the bug, and its control shows the same "
-            + ("plant" if bug.patches_only else "label"))
+            + ("plant" if bug.patches_only else "label")
+            + ("; its setup differs from its control's (settings or structure), so the board "
+               "scores it apart, with the bugs visible at setup" if visible else ""))
 
 
 def plant_evidence(trainer: Trainer, limit: int = 200_000) -> dict:
