@@ -51,7 +51,7 @@ def _plain(value: Any) -> Any:
 def _settings(obj: Any) -> dict:
     """An object's public attributes that are plain values (a layer's sizes, a loss's
     reduction and smoothing, a loader's batch size)."""
-    return {k: _plain(v) for k, v in sorted(vars(obj).items())
+    return {k: _plain(v) for k, v in sorted(getattr(obj, "__dict__", {}).items())
             if not k.startswith("_") and isinstance(v, bool | int | float | str | tuple)}
 
 
@@ -76,8 +76,9 @@ def describe_optimizer(optimizer: torch.optim.Optimizer) -> list:
 def describe_loader(loader: Any) -> dict:
     """The loader's type and settings, and its split's tensors' shapes and dtypes."""
     split = getattr(loader, "split", None)
-    tensors = {k: [list(v.shape), str(v.dtype)] for k, v in sorted(vars(split).items())
-               if isinstance(v, torch.Tensor)} if split is not None else {}
+    tensors = {k: [list(v.shape), str(v.dtype)]
+               for k, v in sorted(getattr(split, "__dict__", {}).items())
+               if isinstance(v, torch.Tensor)}
     return {"type": type(loader).__name__, **_settings(loader),
             "worker_init_fn": getattr(loader, "worker_init_fn", None) is not None,
             "split": tensors}
@@ -99,10 +100,15 @@ def describe_setup(view: RunView) -> dict:
     }
 
 
-def setup_digest(view: RunView) -> str:
+def setup_digest(view: RunView) -> str | None:
     """A short hash of :func:`describe_setup`: equal for two runs a setup reader cannot tell
-    apart."""
-    text = json.dumps(describe_setup(view), sort_keys=True, default=str)
+    apart. None, with a warning, when the setup cannot be described (an outside model or
+    loader of an unexpected kind): the run goes on, and its pair stays on the headline."""
+    try:
+        text = json.dumps(describe_setup(view), sort_keys=True, default=str)
+    except Exception as e:  # describing must never cost the run itself
+        log.warning("no setup digest: %s: %s", type(e).__name__, e)
+        return None
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
