@@ -12,11 +12,15 @@ parameters, so that ``detector=[a,b]`` selects them.
 
 from __future__ import annotations
 
+import copy
 import re
+from collections import OrderedDict
 
 from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import OverrideType
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 
@@ -120,18 +124,61 @@ def compose_run(overrides: list[str] | tuple[str, ...] = (),
     validate_overrides(overrides)
     register_groups()
     if scenario is not None:
-        register_scenarios([scenario])
+        chosen = [scenario]
         overrides = [f"scenario={scenario.id}", *overrides]
     else:
-        register_scenarios([get_scenario(v) for k, _, v in (o.partition("=") for o in overrides)
-                            if k.lstrip("+") == "scenario"])
+        chosen = [get_scenario(v) for k, _, v in (o.partition("=") for o in overrides)
+                  if k.lstrip("+") == "scenario"]
+    register_scenarios(chosen)
+    cfg = _with_values(overrides, chosen)
+    if cfg is None:
+        cfg = _hydra_compose(overrides)
+    check_run_config(cfg)
+    return cfg
+
+
+def _hydra_compose(overrides: list[str]) -> DictConfig:
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            cfg = compose("config", overrides=overrides)
+            return compose("config", overrides=overrides)
     except HydraException as e:  # override syntax, unknown keys: one line, not a traceback
         raise UsageError(_hydra_message(e)) from None
-    check_run_config(cfg)
+
+
+# Compositions of the overrides that choose configs (groups, additions, deletions), by those
+# overrides and what the chosen scenarios and registries put in the store. A run that only
+# changes values (seed=3 harness.steps=20) is that composition with its values set the way
+# Hydra sets them, after composing (OmegaConf.update, merging, in struct mode), so a sweep's
+# runs of one scenario compose once. Anything else, and any error, goes through Hydra itself.
+_composed: OrderedDict[tuple, DictConfig] = OrderedDict()
+COMPOSED_KEPT = 256
+
+
+def _with_values(overrides: list[str], chosen: list[Scenario]) -> DictConfig | None:
+    """The config of ``overrides`` from a kept composition, or None where Hydra must compose
+    it (the composition is then kept for the next time)."""
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except HydraException:
+        return None  # Hydra says what is wrong with it
+    groups = {p.name for p in CONF_DIR.iterdir() if p.is_dir()} | set(ConfigStore.instance().repo)
+    values = [o for o in parsed if o.type == OverrideType.CHANGE and o.package is None
+              and not o.is_sweep_override() and "/" not in o.key_or_group
+              and o.key_or_group not in groups and o.key_or_group.split(".")[0] != "hydra"]
+    choosing = [o.input_line for o in parsed if o not in values]
+    key = (tuple(choosing), repr([s.node for s in chosen]), _registered.get("nodes"))
+    if key not in _composed:
+        _composed[key] = _hydra_compose(choosing)
+        while len(_composed) > COMPOSED_KEPT:
+            _composed.popitem(last=False)
+    _composed.move_to_end(key)
+    cfg = copy.deepcopy(_composed[key])
+    try:
+        for override in values:
+            OmegaConf.update(cfg, override.key_or_group, override.value(), merge=True)
+    except Exception:  # e.g. an unknown key: Hydra's own message
+        return None
     return cfg
 
 

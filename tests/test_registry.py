@@ -153,3 +153,21 @@ def test_a_symptom_check_refuses_the_variable_a_bug_sets(variable):
     with pytest.raises(ValueError, match="reads an outcome"):
         SymptomCheck(variable, "higher")
     assert {b.check.metric for b in list_bugs()} <= set(OUTCOMES)
+
+
+@pytest.mark.parametrize("overrides", [
+    ["scenario=mlp-double_softmax", "seed=4", "harness.steps=20", "optim.lr=30"],
+    ["model=lstm", "bug=missing_zero_grad", "bug.onset=100", "seed=3"],
+    ["scenario=transformer-clean", "data.seed=7", "loss.label_smoothing=0.1", "seed=1"],
+    ["scenario=mlp-double_softmax", "~bug", "harness.eval_interval=5"],
+    ["scenario=mlp-clean", "+detector.loss_plateau.window=5", "detector=[loss_plateau]"],
+])
+def test_a_kept_composition_with_its_values_set_is_what_hydra_composes(overrides):
+    """compose_run sets plain values on a kept composition (a sweep's runs of one scenario
+    compose once); the result must be Hydra's own, value for value and flag for flag."""
+    from bugzoo.config import _hydra_compose
+
+    for _ in range(2):  # composed, then from the kept composition
+        fast, slow = compose_run(overrides), _hydra_compose(list(overrides))
+        assert OmegaConf.to_container(fast) == OmegaConf.to_container(slow)
+        assert OmegaConf.is_struct(fast) and OmegaConf.is_struct(slow)
