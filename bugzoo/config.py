@@ -12,7 +12,7 @@ parameters, so that ``detector=[a,b]`` selects them.
 
 from __future__ import annotations
 
-import copy
+import pickle
 import re
 from collections import OrderedDict
 
@@ -147,11 +147,13 @@ def _hydra_compose(overrides: list[str]) -> DictConfig:
 
 
 # Compositions of the overrides that choose configs (groups, additions, deletions), by those
-# overrides and what the chosen scenarios and registries put in the store. A run that only
-# changes values (seed=3 harness.steps=20) is that composition with its values set the way
-# Hydra sets them, after composing (OmegaConf.update, merging, in struct mode), so a sweep's
-# runs of one scenario compose once. Anything else, and any error, goes through Hydra itself.
-_composed: OrderedDict[tuple, DictConfig] = OrderedDict()
+# overrides, what the chosen scenarios and registries put in the store, and the conf/ files'
+# times. A run that only changes values (seed=3 harness.steps=20) is that composition with its
+# values set the way Hydra sets them, after composing (OmegaConf.update, merging, in struct
+# mode), so a sweep's runs of one scenario compose once. Anything else, and any error, goes
+# through Hydra itself. They are kept pickled: bytes hold no objects that a walk of what a run's
+# process can reach (bugzoo.judge.bugcheck.plant_evidence) would have to go through.
+_composed: OrderedDict[tuple, bytes] = OrderedDict()
 COMPOSED_KEPT = 256
 
 
@@ -167,13 +169,14 @@ def _with_values(overrides: list[str], chosen: list[Scenario]) -> DictConfig | N
               and not o.is_sweep_override() and "/" not in o.key_or_group
               and o.key_or_group not in groups and o.key_or_group.split(".")[0] != "hydra"]
     choosing = [o.input_line for o in parsed if o not in values]
-    key = (tuple(choosing), repr([s.node for s in chosen]), _registered.get("nodes"))
+    edited = max(p.stat().st_mtime_ns for p in CONF_DIR.rglob("*.yaml"))
+    key = (tuple(choosing), repr([s.node for s in chosen]), _registered.get("nodes"), edited)
     if key not in _composed:
-        _composed[key] = _hydra_compose(choosing)
+        _composed[key] = pickle.dumps(_hydra_compose(choosing))
         while len(_composed) > COMPOSED_KEPT:
             _composed.popitem(last=False)
     _composed.move_to_end(key)
-    cfg = copy.deepcopy(_composed[key])
+    cfg = pickle.loads(_composed[key])
     try:
         for override in values:
             OmegaConf.update(cfg, override.key_or_group, override.value(), merge=True)
