@@ -3,6 +3,7 @@ symptom, as ``bugzoo validate`` does over a sweep."""
 
 from __future__ import annotations
 
+import gc
 import math
 from dataclasses import dataclass
 
@@ -34,6 +35,14 @@ class Manifestation:
         return min(buggy) > max(self.clean)
 
 
+def settled(measure, *args):
+    """``measure(*args)`` after a garbage collection: these runs share the test process, and
+    the garbage of earlier tests, collected during a run, would move a heap metric
+    (``heap_growth_mb``) by megabytes."""
+    gc.collect()
+    return measure(*args)
+
+
 def check_manifests(scenario_id: str, seeds: list[int], extra: list[str] = (),
                     mechanism: tuple[str, str] | None = None) -> Manifestation:
     """Run a buggy scenario and its clean control over ``seeds`` (in this process, ``extra``
@@ -42,10 +51,10 @@ def check_manifests(scenario_id: str, seeds: list[int], extra: list[str] = (),
     scenario = get_scenario(scenario_id)
     bug = get_bug(scenario.bug)
     metric, direction = mechanism or (bug.check.metric, bug.check.direction)
-    buggy = [measure_symptom([f"scenario={scenario.id}", *extra], s, metric, direction)
-             for s in seeds]
-    clean = [measure_symptom([*control_overrides(scenario), *extra], s, metric, direction)
-             for s in seeds]
+    buggy = [settled(measure_symptom, [f"scenario={scenario.id}", *extra], s, metric,
+                     direction) for s in seeds]
+    clean = [settled(measure_symptom, [*control_overrides(scenario), *extra], s, metric,
+                     direction) for s in seeds]
     comparison = compare(metric, direction, buggy, clean)
     return Manifestation(bug.id, metric, direction, buggy, clean, comparison.p_value,
                          comparison.effect)
