@@ -20,6 +20,7 @@ else the model's default scenario with the bug planted.
 
 from __future__ import annotations
 
+import copy
 import gc
 import math
 import os
@@ -161,6 +162,7 @@ def check_blind(bug: Bug, setting: Setting) -> str:
     """No string a detector can reach from the run view, nor the environment, names the bug;
     and the buggy run and its disarmed twin show the same plant to code in their process."""
     cfg = compose_run(short_runs(bug, setting).buggy(setting))
+    twin_cfg = copy.deepcopy(cfg)  # a plant may edit the buggy run's configuration
     trainer = Trainer(cfg, bug).build()
     names = names_of(bug)
     leaks = sorted(s for s in _reachable_strings(run_view(trainer)) if any(n in s for n in names))
@@ -168,8 +170,7 @@ def check_blind(bug: Bug, setting: Setting) -> str:
                     if any(n in k or n in v for n in names))
     if leaks:
         raise BugCheckError(f"a detector can read the bug's name: {leaks[:5]}")
-    twin_trainer = Trainer(compose_run(short_runs(bug, setting).buggy(setting)), bug,
-                           armed=False).build()  # its own config: a plant may edit the buggy's
+    twin_trainer = Trainer(twin_cfg, bug, armed=False).build()
     buggy, twin = plant_evidence(trainer), plant_evidence(twin_trainer)
     if not bug.patches_only:  # its control runs without the plant: only the label must match
         buggy.pop("patches"), twin.pop("patches")

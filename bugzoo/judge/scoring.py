@@ -489,9 +489,7 @@ def write_boards(table: pd.DataFrame, overhead: pd.DataFrame | None, made_in: Pa
     detector's line beside the published board (off when this board is the published one)."""
     runs = with_suites(table, suite_label)  # once: each board below reads the suites' rows
     board = leaderboard(runs, overhead, suite_label)
-    loud = apart_board(runs, "loud", suite_label)
-    unproven = apart_board(runs, "unproven", suite_label)
-    visible = apart_board(runs, "visible", suite_label)
+    loud, unproven, visible = (apart_board(runs, kind, suite_label) for kind in APART_KINDS)
     effects = unproven_effects(table)
     categories = category_board(runs, suite_label)
     if made_by := store.read_sweep_command(made_in):
