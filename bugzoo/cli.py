@@ -47,6 +47,10 @@ VERBS: dict[str, tuple[str, str]] = {
                  "catalogue plants (results/coverage.md)"),
     "report": ("bugzoo.teach.report:main", "build the static HTML catalogue under results/report"),
     "exercise": ("bugzoo.teach.exercises:main", "guided exercises: plant a NaN, overfit one batch"),
+    "interview": ("bugzoo.teach.tasks.interview:main", "a candidate pack of find-and-fix tasks "
+                  "and an interviewer key with a hint ladder"),
+    "task": ("bugzoo.teach.tasks.command:main", "find-and-fix tasks graded by retraining: make, "
+             "grade, set, agents"),
 }
 
 

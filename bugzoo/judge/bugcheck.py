@@ -192,36 +192,40 @@ def plant_evidence(trainer: Trainer, limit: int = 200_000) -> dict:
     collector finds, and whose configuration a caller's frame holds): its bug, its
     configuration's bug, scenario and onset, and every patched method reachable from it, with
     its replacement's globals, closure and code (file and name)."""
-    patches, seen, todo = [], set(), [trainer]
     with warnings.catch_warnings():  # the walk touches deprecated attributes of torch modules
         warnings.simplefilter("ignore")
-        _walk(todo, seen, patches, limit)
+        patches = _patches_reachable(trainer, limit)
     cfg = trainer.cfg
     return {"bug": getattr(trainer.bug, "id", None), "config_bug": str(cfg.get("bug")),
             "scenario": cfg.get("scenario"), "onset": trainer.onset,
             "patches": sorted(patches, key=str)}
 
 
-def _walk(todo: list, seen: set, patches: list, limit: int) -> None:
-    """Every object reachable from ``todo`` (up to ``limit``), noting each Patch met. Objects
-    the garbage collector does not track (numbers, strings, containers of only those) are
-    skipped: they can hold no Patch, and they were most of the graph, so the walk once ran
+def _patches_reachable(start: object, limit: int) -> list[tuple]:
+    """Every Patch among the objects reachable from ``start`` (up to ``limit`` objects, nearest
+    first), described. The walk goes breadth first, one ``gc.get_referents`` call per layer.
+    Objects the garbage collector does not track (numbers, strings, containers of only those)
+    are skipped: they can hold no Patch, and they were most of the graph, so the walk once ran
     out of ``limit`` before it reached the plant."""
-    while todo and len(seen) < limit:
-        obj = todo.pop()
-        if id(obj) in seen or isinstance(obj, type | types.ModuleType):
-            continue
-        seen.add(id(obj))
-        if isinstance(obj, Patch):
-            replacement = obj.replacement
-            planted = replacement.__globals__.get("BUG")
-            patches.append((obj.__name__, getattr(planted, "id", None),
-                            Path(replacement.__code__.co_filename).name,
-                            replacement.__code__.co_name,
-                            tuple(type(c.cell_contents).__name__
-                                  for c in replacement.__closure__ or ()),
-                            obj.clock.onset if obj.clock else None))
-        todo.extend(o for o in gc.get_referents(obj) if gc.is_tracked(o))
+    patches, seen, layer = [], set(), [start]
+    while layer and len(seen) < limit:
+        fresh = []
+        for obj in layer:
+            if id(obj) in seen or isinstance(obj, type | types.ModuleType):
+                continue
+            seen.add(id(obj))
+            fresh.append(obj)
+            if isinstance(obj, Patch):
+                replacement = obj.replacement
+                planted = replacement.__globals__.get("BUG")
+                patches.append((obj.__name__, getattr(planted, "id", None),
+                                Path(replacement.__code__.co_filename).name,
+                                replacement.__code__.co_name,
+                                tuple(type(c.cell_contents).__name__
+                                      for c in replacement.__closure__ or ()),
+                                obj.clock.onset if obj.clock else None))
+        layer = [o for o in gc.get_referents(*fresh) if gc.is_tracked(o)]
+    return patches
 
 
 def check_validate(bug: Bug, setting: Setting) -> str:

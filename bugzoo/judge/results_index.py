@@ -87,6 +87,13 @@ FIXED = [
           "`bugzoo bench --scenarios 'mlp-*' --detectors cockpit --out results/runs/tools-cockpit`"
           ", then `bugzoo score results/runs/tools-<name> --beside results/runs/bench`; "
           "`python -m bugzoo.tools.traincheck --out results/runs/tools-traincheck`"),
+    Entry(("tasks.md",), "The find-and-fix task set: every exportable scenario made a task, and "
+          "whether the grader tells its buggy script from its fixed one (only those are tasks)",
+          "`bugzoo task set --out results/runs/tasks`"),
+    Entry(("agents.md", "agents.csv"), "Reference solvers (`noop`, `oracle`, `oracle_variant`) "
+          "on the task set, each submission graded by retraining: diagnosed, healthy and "
+          "solved rates over tasks with 95% intervals; the CSV has one row per solver and task",
+          "`bugzoo task agents --set results/runs/tasks`"),
     Entry(("health.csv",), "Every clean scenario's validation accuracy over 5 seeds beside its "
           "model's default (also the last section of `validity.md`)", "`bugzoo validate`",
           linked=False),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import torch
+from torch import Tensor
+
 from bugzoo.bugs import Delta
 
 DEFAULTS: dict[str, object] = {"STEPS": 200, "LR": 1e-2, "N_TRAIN": 2000, "NOISE": 0.0, "N_VAL": 500,
@@ -119,3 +122,21 @@ HEALTHY: dict[str, Delta] = {
     "small_data": Delta((), {"N_TRAIN": 300, "N_VAL": 300}),
     "wide": Delta(((HIDDEN, HIDDEN.replace("64", "256")),)),
 }
+
+# The task's view of the template (bugzoo.teach.tasks): what a task script trains on, and fresh
+# data from the same source for the grader. ``data_source`` repeats the template's first draw.
+DESCRIPTION = ("a 3-layer MLP that sorts points of a 16-dimensional Gaussian mixture (16 blobs) "
+               "into 4 classes")
+CLASSES, DIM, BLOBS = 4, 16, 16
+
+
+def data_source(seed: int, spread: float) -> Tensor:
+    """The blob centres a script seeded ``seed`` draws first (``centres`` in the template)."""
+    return torch.randn(BLOBS, DIM, generator=torch.Generator().manual_seed(seed)) * spread
+
+
+def fresh_split(centres: Tensor, n: int, seed: int) -> tuple[Tensor, Tensor]:
+    """``n`` new points of the mixture, with clean labels, from a generator seeded ``seed``."""
+    generator = torch.Generator().manual_seed(seed)
+    blob = torch.randint(0, BLOBS, (n,), generator=generator)
+    return centres[blob] + torch.randn(n, DIM, generator=generator), blob % CLASSES

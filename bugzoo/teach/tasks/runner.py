@@ -1,0 +1,151 @@
+"""Train a task script in a process of its own, then evaluate what it trained.
+
+The grader's side of the task contract. :class:`ScriptProcess` starts one spawned process per
+script; each :meth:`~ScriptProcess.train` runs the whole script once (``python train.py SEED``,
+its output to a log) and reports what the grader checks: the optimizer steps it took (counted
+by a global optimizer hook, not by the script), its data source (the global ``centres``) and
+the layers of its global ``model``. :meth:`~ScriptProcess.evaluate` then sends that model
+inputs made after the script finished, and returns its outputs: the labels never enter the
+script's process, so a script cannot print or fake its way to a good grade.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import runpy
+import sys
+import traceback
+from collections import Counter
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+import torch
+from torch import nn
+from torch.optim.optimizer import register_optimizer_step_post_hook
+
+TRAIN_TIMEOUT_S = 300.0  # a task script trains in seconds: past this it is stuck
+
+
+@dataclass
+class Trained:
+    """What one run of a script left behind."""
+
+    seed: int
+    error: str | None = None  # the last line of its traceback, when it raised
+    steps: int = 0  # optimizer steps, counted by the grader's hook
+    centres: torch.Tensor | None = None  # its data source, when it kept the name
+    layers: dict[str, int] = field(default_factory=dict)  # parameterised layer type -> count
+    parameters: int = 0
+    losses: list[float] = field(default_factory=list)  # the script's per-step logs, if any
+    grad_norms: list[float] = field(default_factory=list)
+    observed: dict[str, float] = field(default_factory=dict)  # its ``summary``, if any
+
+
+def _describe(model: nn.Module) -> tuple[dict[str, int], int]:
+    layers = Counter(type(m).__name__ for m in model.modules()
+                     if any(True for _ in m.parameters(recurse=False)))
+    return dict(sorted(layers.items())), sum(p.numel() for p in model.parameters())
+
+
+def _floats(values: object) -> list[float]:
+    try:
+        return [float(v) for v in values]  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        return []
+
+
+def _serve(conn: Connection, script: str, log: str) -> None:
+    """The script's process: train on request, evaluate on request, until told to stop."""
+    torch.set_num_threads(1)
+    steps = [0]
+    register_optimizer_step_post_hook(lambda *_: steps.__setitem__(0, steps[0] + 1))
+    model: nn.Module | None = None
+    with open(log, "a") as out, redirect_stdout(out), redirect_stderr(out):
+        while (request := conn.recv()) is not None:
+            kind, payload = request
+            if kind == "train":
+                steps[0], model = 0, None
+                print(f"$ python {Path(script).name} {payload}", flush=True)
+                sys.argv = [script, str(payload)]
+                trained = Trained(payload)
+                try:
+                    scope = runpy.run_path(script, run_name="__main__")
+                except BaseException as error:  # the script's own failure is a finding
+                    traceback.print_exc(file=out)
+                    trained.error = f"{type(error).__name__}: {error}"[:300]
+                    scope = {}
+                trained.steps = steps[0]
+                found = scope.get("model")
+                if isinstance(found, nn.Module):
+                    model = found
+                    trained.layers, trained.parameters = _describe(model)
+                if isinstance(scope.get("centres"), torch.Tensor):
+                    trained.centres = scope["centres"].detach().clone()
+                trained.losses = _floats(scope.get("losses", ()))
+                trained.grad_norms = _floats(scope.get("grad_norms", ()))
+                summary = scope.get("summary")
+                if isinstance(summary, dict):
+                    trained.observed = {k: float(v) for k, v in summary.items()
+                                        if isinstance(v, int | float)}
+                conn.send(trained)
+            else:  # evaluate
+                if model is None:
+                    conn.send(None)
+                    continue
+                model.eval()
+                with torch.no_grad():
+                    try:
+                        conn.send(model(payload).detach().float())
+                    except Exception as error:
+                        conn.send(f"{type(error).__name__}: {error}"[:300])
+
+
+class ScriptProcess:
+    """A task script's own process (``with ScriptProcess(script, log) as run: ...``)."""
+
+    def __init__(self, script: Path, log: Path):
+        context = multiprocessing.get_context("spawn")
+        self._conn, child = context.Pipe()
+        self._process = context.Process(target=_serve, args=(child, str(script), str(log)),
+                                         daemon=True)
+        self.script = script
+
+    def __enter__(self) -> ScriptProcess:
+        self._process.start()
+        return self
+
+    def __exit__(self, *_) -> None:
+        if self._process.is_alive():
+            try:
+                self._conn.send(None)
+            except OSError:
+                pass
+            self._process.join(5)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join()
+
+    def _ask(self, request: tuple, timeout: float) -> object:
+        self._conn.send(request)
+        if not self._conn.poll(timeout):
+            self._process.kill()
+            raise TimeoutError(f"{self.script.name} took over {timeout:.0f} s")
+        return self._conn.recv()
+
+    def train(self, seed: int) -> Trained:
+        """Run the script once with ``seed``; its model stays for :meth:`evaluate`."""
+        try:
+            return self._ask(("train", seed), TRAIN_TIMEOUT_S)  # type: ignore[return-value]
+        except (TimeoutError, EOFError, OSError) as error:
+            return Trained(seed, error=str(error) or "its process died")
+
+    def evaluate(self, inputs: torch.Tensor) -> torch.Tensor | str:
+        """The last trained model's outputs on ``inputs`` (in eval mode, without gradients),
+        or why there are none."""
+        try:
+            outputs = self._ask(("evaluate", inputs), TRAIN_TIMEOUT_S)
+        except (TimeoutError, EOFError, OSError) as error:
+            return str(error) or "its process died"
+        return "the script left no nn.Module named 'model'" if outputs is None else outputs

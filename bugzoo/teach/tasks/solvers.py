@@ -1,0 +1,72 @@
+"""Reference solvers: each writes a submission for a task folder.
+
+* ``noop`` hands the script back unchanged and diagnoses ``none``: a grader that passes it is
+  broken, so it must score 0.
+* ``oracle`` hands in the key's fixed script and the key's category: it must score 100%, so a
+  miss is a grader or export bug, not a hard task.
+* ``oracle_variant`` hands in the key's fix with a harmless change on top (another batch size,
+  optimizer, width, clipping or dropout: a healthy variant of the model's script, chosen by
+  the task's id). It must score about 100% too: the grader's margins accept a fix that is not the
+  key's exact text.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from string import Template
+
+
+def _write(submission: Path, script: Path, answer: dict[str, str], text: str | None = None
+           ) -> Path:
+    """``submission`` with ``script`` (or ``text`` in its place) as train.py, and the answer."""
+    submission.mkdir(parents=True, exist_ok=True)
+    if text is None:
+        shutil.copyfile(script, submission / "train.py")
+    else:
+        (submission / "train.py").write_text(text)
+    (submission / "answer.json").write_text(json.dumps(answer, indent=1) + "\n")
+    return submission
+
+
+def noop(task: Path, key: Path, submission: Path) -> Path:
+    return _write(submission, task / "train.py", {"category": "none"})
+
+
+def oracle(task: Path, key: Path, submission: Path) -> Path:
+    answer = json.loads((key / "key.json").read_text())
+    return _write(submission, key / "fixed.py",
+                  {"category": answer["category"], "bug": answer["bug"],
+                   "explanation": answer["title"]})
+
+
+def harmless_changes(model: str) -> dict[str, list[tuple[str, str]]]:
+    """The healthy variants of ``model``'s script that are edits of its text (the ones that only
+    change a setting are left out: the task scripts carry settings as numbers)."""
+    family = importlib.import_module(f"bugzoo.teach.reproducers.{model}")
+    return {name: list(delta.patch) for name, delta in sorted(family.HEALTHY.items())
+            if delta.patch and not delta.settings and "label_smoothing" not in name}
+
+
+def oracle_variant(task: Path, key: Path, submission: Path) -> Path:
+    answer = json.loads((key / "key.json").read_text())
+    changes = harmless_changes(answer["model"])
+    name = sorted(changes)[zlib.crc32(task.name.encode()) % len(changes)]  # fixed per task
+    text = (key / "fixed.py").read_text()
+    for old, new in changes[name]:
+        old, new = (Template(s).safe_substitute(answer["settings"]) for s in (old, new))
+        if text.count(old) != 1:
+            raise RuntimeError(f"harmless change {name} does not fit {key / 'fixed.py'}")
+        text = text.replace(old, new)
+    submission.mkdir(parents=True, exist_ok=True)
+    (submission / "variant.txt").write_text(name + "\n")
+    return _write(submission, key / "fixed.py", {"category": answer["category"],
+                                                  "bug": answer["bug"]}, text)
+
+
+SOLVERS: dict[str, Callable[[Path, Path, Path], Path]] = {
+    "noop": noop, "oracle": oracle, "oracle_variant": oracle_variant}

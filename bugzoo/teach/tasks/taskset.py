@@ -1,0 +1,160 @@
+"""The task set and the solvers scored on it.
+
+``bugzoo task set --out DIR`` makes a task of every exportable scenario, under neutral ids
+(``task-01``...) in a seeded order, into ``DIR/tasks`` with the keys in ``DIR/keys``. A task
+joins the set only when the grader tells its buggy script from its fixed one: the unchanged
+script, handed in as a fix, must be judged not healthy. The others are listed with why;
+``results/tasks.md`` holds both lists.
+
+``bugzoo task agents --set DIR`` runs each solver on every task of the set, grades it, and
+writes ``results/agents.md`` and ``results/agents.csv``. Rates are over tasks (one task per
+bug), each with a 95% Clopper-Pearson interval.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import shutil
+from dataclasses import asdict
+from pathlib import Path
+
+import pandas as pd
+
+from bugzoo.commands import command_line
+from bugzoo.errors import ArgumentParser, UsageError, unknown_choice
+from bugzoo.judge.stats import clopper_pearson
+from bugzoo.judge.tables import markdown
+from bugzoo.teach.export import supported
+from bugzoo.teach.tasks.grade import grade
+from bugzoo.teach.tasks.make import empty_folder, make_task
+from bugzoo.teach.tasks.solvers import SOLVERS, noop
+
+log = logging.getLogger(__name__)
+
+RESULTS = Path("results")
+
+
+def build_set(out: Path, scenarios: list[str], seed: int) -> pd.DataFrame:
+    """Make and check every task; one row per scenario (the key side of the set)."""
+    out = empty_folder(out, "task set folder")
+    order = sorted(scenarios)
+    random.Random(seed).shuffle(order)
+    rows = []
+    for number, scenario in enumerate(order, 1):
+        task_id = f"task-{number:02d}"
+        task, key = out / "tasks" / task_id, out / "keys" / task_id
+        log.info("%s/%s: %s", number, len(order), task_id)
+        make_task(scenario, task, key, eval_seed=random.Random(f"{seed}-{scenario}").randrange(
+            2**31))
+        unchanged = grade(noop(task, key, out / "checks" / task_id), key)
+        rows.append({"task": task_id, "scenario": scenario, "in_set": not unchanged.healthy,
+                     "why_not": "the grader cannot tell the unchanged script from the fixed "
+                                "one on fresh data" if unchanged.healthy else "",
+                     "unchanged_accuracy": sum(unchanged.accuracy) / len(unchanged.accuracy),
+                     "fixed_accuracy": sum(unchanged.fixed_accuracy) / len(
+                         unchanged.fixed_accuracy),
+                     "unchanged_loss": sum(unchanged.loss) / len(unchanged.loss),
+                     "fixed_loss": sum(unchanged.fixed_loss) / len(unchanged.fixed_loss)})
+        if unchanged.healthy:  # not a task: out of the set, its key kept for the record
+            shutil.rmtree(task)
+    shutil.rmtree(out / "checks")
+    index = pd.DataFrame(rows)
+    index.to_csv(out / "keys" / "index.csv", index=False)
+    return index
+
+
+def set_tables(index: pd.DataFrame, command: str) -> str:
+    shown = index.sort_values("scenario")[["scenario", "in_set", "unchanged_accuracy",
+                                           "fixed_accuracy", "unchanged_loss", "fixed_loss",
+                                           "why_not"]].round(3)
+    return (f"# The find-and-fix task set\n\nRegenerate with `{command}`. Every exportable "
+            "scenario (`bugzoo export --list`) made into a task; a task is in the set when the "
+            "grader tells its buggy script from its fixed one, i.e. the unchanged script, "
+            "handed in as a fix, is judged not healthy (`bugzoo/teach/tasks/health.py`). "
+            "Outcomes are means over the grader's 5 seeds on fresh data.\n\n"
+            f"**{int(index['in_set'].sum())} of {len(index)} exportable scenarios are tasks.**"
+            f"\n\n{markdown(shown)}\n")
+
+
+def score_solvers(root: Path, solvers: list[str]) -> pd.DataFrame:
+    """Each solver on every task of the set at ``root``: one row per (solver, task)."""
+    index = pd.read_csv(root / "keys" / "index.csv")
+    rows = []
+    for solver in solvers:
+        for task_id in index.loc[index["in_set"], "task"]:
+            key, submission = root / "keys" / task_id, root / "submissions" / solver / task_id
+            if submission.exists():
+                shutil.rmtree(submission)
+            SOLVERS[solver](root / "tasks" / task_id, key, submission)
+            result = grade(submission, key)
+            (submission / "grade.json").write_text(json.dumps(asdict(result), indent=1) + "\n")
+            log.info("%s %s: %s", solver, task_id, result.line())
+            rows.append({"solver": solver, "task": task_id, "diagnosed": result.diagnosed,
+                         "kept_task": result.kept_task, "healthy": result.healthy,
+                         "solved": result.solved})
+    return pd.DataFrame(rows)
+
+
+def agents_tables(grades: pd.DataFrame, command: str) -> str:
+    rows = []
+    for solver, group in grades.groupby("solver", sort=False):
+        row = {"solver": solver, "tasks": len(group)}
+        for column in ("diagnosed", "healthy", "solved"):
+            rate, lo, hi = clopper_pearson(int(group[column].sum()), len(group))
+            row[column] = f"{rate:.2f} [{lo:.2f}, {hi:.2f}]"
+        rows.append(row)
+    return (f"# Solvers on the find-and-fix tasks\n\nRegenerate with `{command}`. Each solver "
+            "hands in a patched `train.py` and an `answer.json` per task of the set "
+            "(`results/tasks.md`); `bugzoo task grade` retrains it over 5 seeds and measures "
+            "the trained model on fresh data. *diagnosed*: the category is the bug's; "
+            "*healthy*: the fix kept the task and is not worse than the key's fixed script "
+            "beyond the margins; *solved*: both. Rates over tasks with 95% Clopper-Pearson "
+            "intervals.\n\n"
+            "* `noop` hands the script back unchanged with category `none`: it must score 0.\n"
+            "* `oracle` hands in the key's fixed script and category: it must score 1, so a "
+            "miss is a grader or export bug.\n"
+            "* `oracle_variant` hands in the key's fix with a harmless change on top (a "
+            "healthy variant of the script: batch size, optimizer, width, clipping or dropout, "
+            "chosen by the task's id): it should score about 1, or the margins are too tight.\n\n"
+            f"{markdown(pd.DataFrame(rows))}\n")
+
+
+def set_main(argv: list[str]) -> int:
+    p = ArgumentParser(prog="bugzoo task set", description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, required=True, help="new folder for tasks/ and keys/")
+    p.add_argument("--scenarios", nargs="+", help="exportable scenarios (default: all)")
+    p.add_argument("--seed", type=int, default=0, help="seeds the task order and eval seeds")
+    p.add_argument("--results", type=Path, default=RESULTS, help="where tasks.md goes")
+    args = p.parse_args(argv)
+    for scenario in args.scenarios or ():
+        if scenario not in supported():
+            raise unknown_choice("exportable scenario", scenario, supported())
+    index = build_set(args.out, args.scenarios or supported(), args.seed)
+    args.results.mkdir(parents=True, exist_ok=True)
+    (args.results / "tasks.md").write_text(set_tables(index, command_line("task set", argv)))
+    print(f"{int(index['in_set'].sum())} of {len(index)} scenarios are tasks -> {args.out}; "
+          f"{args.results / 'tasks.md'}")
+    return 0
+
+
+def agents_main(argv: list[str]) -> int:
+    p = ArgumentParser(prog="bugzoo task agents", description="Score reference solvers on a "
+                       "task set (results/agents.md).")
+    p.add_argument("--set", type=Path, required=True, help="a folder made by bugzoo task set")
+    p.add_argument("--solvers", nargs="+", default=list(SOLVERS), help="default: all")
+    p.add_argument("--results", type=Path, default=RESULTS, help="where agents.md goes")
+    args = p.parse_args(argv)
+    if not (args.set / "keys" / "index.csv").is_file():
+        raise UsageError(f"{args.set} is not a task set (no keys/index.csv)")
+    for solver in args.solvers:
+        if solver not in SOLVERS:
+            raise unknown_choice("solver", solver, SOLVERS)
+    grades = score_solvers(args.set, args.solvers)
+    args.results.mkdir(parents=True, exist_ok=True)
+    grades.to_csv(args.results / "agents.csv", index=False)
+    (args.results / "agents.md").write_text(agents_tables(grades, command_line("task agents",
+                                                                               argv)))
+    print((args.results / "agents.md").read_text())
+    return 0

@@ -1,0 +1,176 @@
+"""Find-and-fix tasks: the folder names nothing of the bug, the grader retrains and measures on
+its own fresh data, the unchanged script fails and the key's fix passes."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from bugzoo.bugs import get_bug
+from bugzoo.cli import main as cli
+from bugzoo.teach.export import supported
+from bugzoo.teach.tasks import health
+from bugzoo.teach.tasks.grade import grade, why_not_kept
+from bugzoo.teach.tasks.interview import difficulty, hints
+from bugzoo.teach.tasks.runner import Trained
+from bugzoo.teach.tasks.script import task_scripts
+from bugzoo.teach.tasks.solvers import noop, oracle
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIO = "mlp-double_softmax"
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory):
+    root = tmp_path_factory.mktemp("task")
+    assert cli(["task", "make", SCENARIO, "--out", str(root / "task"), "--key",
+                str(root / "key")]) == 0
+    return root / "task", root / "key"
+
+
+def giveaways(bug_id: str) -> list[str]:
+    """What would name the bug: its id, file, title, and any 5 words in a row of its card."""
+    bug = get_bug(bug_id)
+    words = re.findall(r"[\w'-]+", f"{bug.symptom} {bug.explanation}".lower())
+    return [bug_id, f"{bug_id}.py", bug.title.lower(),
+            *(" ".join(words[i:i + 5]) for i in range(len(words) - 4))]
+
+
+def test_the_task_folder_shows_the_symptom_and_names_nothing(task):
+    folder, key = task
+    assert {p.name for p in folder.iterdir()} == {"train.py", "REPORT.md", "trace.csv",
+                                                  "curves.png"}
+    text = " ".join(p.read_text().lower() for p in folder.iterdir() if p.suffix != ".png")
+    text = re.sub(r"\s+", " ", text)
+    found = [g for g in giveaways("double_softmax") if g in text]
+    assert not found, found
+    assert "bugzoo" not in text and SCENARIO not in text
+    report = (folder / "REPORT.md").read_text()
+    assert re.search(r"validation loss at the end is \*\*[0-9.]+\*\*; last month's version "
+                     r"of this script reached \*\*[0-9.]+\*\*", report), report
+    assert json.loads((key / "key.json").read_text())["bug"] == "double_softmax"
+
+
+def test_the_unchanged_script_fails_and_the_keys_fix_passes(task, tmp_path):
+    folder, key = task
+    unchanged = grade(noop(folder, key, tmp_path / "noop"), key)
+    assert unchanged.kept_task and not unchanged.healthy and not unchanged.solved
+    assert not unchanged.diagnosed
+    # the grader's own measurement on fresh data: the probabilities read as logits cost loss
+    assert min(unchanged.loss) > max(unchanged.fixed_loss) + health.LOSS_MARGIN
+    fixed = grade(oracle(folder, key, tmp_path / "oracle"), key)
+    assert fixed.solved and fixed.accuracy == fixed.fixed_accuracy
+    assert fixed.accuracy_p == fixed.loss_p == 1 / 32
+
+
+def trained(**changes) -> Trained:
+    base = dict(seed=0, steps=200, centres=torch.ones(2, 2), layers={"Linear": 3},
+                parameters=5000)
+    return Trained(**{**base, **changes})
+
+
+@pytest.mark.parametrize(("changes", "why"), [
+    ({}, ""),
+    ({"steps": 400}, "400 optimizer steps, more than the 200"),
+    ({"steps": 100}, ""),
+    ({"centres": None}, "data source changed"),
+    ({"centres": torch.zeros(2, 2)}, "data source changed"),
+    ({"layers": {"Linear": 3, "Conv1d": 1}}, "layers"),
+    ({"layers": {"Linear": 5}, "parameters": 90_000}, ""),
+    ({"error": "ValueError: boom"}, "stopped with ValueError"),
+])
+def test_a_fix_must_keep_the_task(changes, why):
+    reason = why_not_kept(trained(**changes), trained(), torch.ones(2, 2))
+    assert (why in reason) if why else reason == ""
+
+
+def test_the_health_test_is_exact_and_one_sided():
+    same = [health.Outcome(0.9, 0.3)] * 5
+    assert health.judge(same, same).healthy
+    assert health.sign_flip_p([0.0] * 5, health.ACCURACY_MARGIN) == 1 / 32
+    one_over = [0.0, 0.0, 0.0, 0.0, health.ACCURACY_MARGIN + 0.01]
+    assert health.sign_flip_p(one_over, health.ACCURACY_MARGIN) > health.ALPHA
+    worse = [health.Outcome(0.8, 0.3)] * 5
+    assert not health.judge(worse, same).healthy
+    assert health.outcome("no model", torch.zeros(3, dtype=torch.long), 4) == (
+        health.Outcome(0.0, math.inf))
+    assert health.outcome(torch.zeros(3, 5), torch.zeros(3, dtype=torch.long),
+                          4).loss == math.inf
+
+
+def test_task_scripts_take_a_seed_and_drop_the_patchs_comments():
+    scripts = task_scripts("mlp-no_shuffle_sorted")
+    assert "torch.manual_seed(SEED)" in scripts["buggy"]
+    assert "exported class by class" not in scripts["buggy"]
+    assert "argsort(stable=True)\n" in scripts["buggy"]
+    for text in scripts.values():
+        assert "SYMPTOM" not in text and "bugzoo" not in text and "no_shuffle" not in text
+        compile(text, "train.py", "exec")
+
+
+def test_bad_input_is_a_one_line_error(task, tmp_path, capsys):
+    folder, key = task
+    assert cli(["task", "make", SCENARIO, "--out", str(folder), "--key", str(tmp_path)]) == 2
+    assert "is not empty" in capsys.readouterr().err
+    assert cli(["task", "make", "lstm-rank_skip", "--out", str(tmp_path / "a"), "--key",
+                str(tmp_path / "b")]) == 2
+    assert "cannot become a task" in capsys.readouterr().err
+    submission = tmp_path / "sub"
+    submission.mkdir()
+    assert cli(["task", "grade", str(folder), "--submission", str(submission), "--key",
+                str(key)]) == 2
+    assert "answer.json is missing" in capsys.readouterr().err
+    (submission / "answer.json").write_text('{"category": "losss"}')
+    assert cli(["task", "grade", str(folder), "--submission", str(submission), "--key",
+                str(key)]) == 2
+    assert "'losss' is not one of" in capsys.readouterr().err
+    assert cli(["task", "frobnicate"]) == 2
+    assert "unknown task action 'frobnicate'" in capsys.readouterr().err
+
+
+def test_the_committed_task_results_are_whole_and_quoted_as_they_are():
+    """results/tasks.md covers every exportable scenario; the reference solvers score what they
+    must (noop 0, oracle all); the teaching guide quotes both files."""
+    tasks = (ROOT / "results" / "tasks.md").read_text()
+    count = re.search(r"\*\*(\d+) of (\d+) exportable scenarios are tasks\.\*\*", tasks)
+    assert count and int(count[2]) == len(supported())
+    assert all(f"| {s} |" in tasks for s in supported())
+    grades = pd.read_csv(ROOT / "results" / "agents.csv")
+    solved = grades.groupby("solver")["solved"].agg(["sum", "count"])
+    assert solved.loc["noop", "sum"] == 0
+    assert solved.loc["oracle", "sum"] == solved.loc["oracle", "count"] == int(count[1])
+    guide = " ".join((ROOT / "docs" / "pages" / "teaching.md").read_text().split())
+    assert f"{count[1]} of the {count[2]} exportable scenarios are tasks" in guide
+    quoted = ", ".join(str(solved.loc[s, "sum"]) for s in ("noop", "oracle"))
+    assert (f"On the {count[1]} tasks they solve {quoted} and "
+            f"{solved.loc['oracle_variant', 'sum']}.") in guide
+
+
+def test_an_interview_key_climbs_from_symptom_to_answer(task):
+    folder, key = task
+    ladder = hints(folder, key)
+    assert [rung.split(":")[0] for rung in ladder] == ["Symptom", "Curve", "Code region",
+                                                       "Answer"]
+    assert "double_softmax" not in " ".join(ladder[:3]) and "double_softmax" in ladder[3]
+    assert "(in `forward`)" in ladder[2]  # the model's forward
+
+
+@pytest.mark.parametrize(("rows", "level"), [
+    ([], "hard"),
+    ([("nonfinite", 6, 6, 3.0)], "medium"),
+    ([("nonfinite", 6, 6, 3.0), ("loss_plateau", 5, 6, 40.0), ("initial_loss", 6, 6, 0.0)],
+     "easy"),
+    ([("nonfinite", 6, 6, 300.0), ("loss_plateau", 5, 6, 400.0), ("initial_loss", 6, 6, 80.0)],
+     "medium"),
+    ([("nonfinite", 2, 6, 3.0), ("always_alarm", 6, 6, 0.0)], "hard"),  # a baseline never counts
+])
+def test_difficulty_counts_the_heuristics_that_catch_a_bug_and_how_soon(rows, level):
+    board = pd.DataFrame([("some_bug", *row) for row in rows],
+                         columns=["bug", "detector", "hits", "runs", "median_delay_steps"])
+    assert difficulty("some_bug", board).level == level
