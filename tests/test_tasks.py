@@ -18,6 +18,7 @@ from bugzoo.teach.export import supported
 from bugzoo.teach.tasks import health
 from bugzoo.teach.tasks.grade import grade, why_not_kept
 from bugzoo.teach.tasks.interview import difficulty, hints
+from bugzoo.teach.tasks.rules import diagnose, repair
 from bugzoo.teach.tasks.runner import Trained
 from bugzoo.teach.tasks.script import task_scripts
 from bugzoo.teach.tasks.solvers import noop, oracle
@@ -147,9 +148,9 @@ def test_the_committed_task_results_are_whole_and_quoted_as_they_are():
     assert solved.loc["oracle", "sum"] == solved.loc["oracle", "count"] == int(count[1])
     guide = " ".join((ROOT / "docs" / "pages" / "teaching.md").read_text().split())
     assert f"{count[1]} of the {count[2]} exportable scenarios are tasks" in guide
-    quoted = ", ".join(str(solved.loc[s, "sum"]) for s in ("noop", "oracle"))
-    assert (f"On the {count[1]} tasks they solve {quoted} and "
-            f"{solved.loc['oracle_variant', 'sum']}.") in guide
+    figures = [str(solved.loc[s, "sum"]) for s in ("noop", "oracle", "oracle_variant", "rules")]
+    assert (f"On the {count[1]} tasks `noop`, `oracle`, `oracle_variant` and `rules` solve "
+            f"{', '.join(figures[:3])} and {figures[3]}.") in guide
 
 
 def test_an_interview_key_climbs_from_symptom_to_answer(task):
@@ -174,3 +175,19 @@ def test_difficulty_counts_the_heuristics_that_catch_a_bug_and_how_soon(rows, le
     board = pd.DataFrame([("some_bug", *row) for row in rows],
                          columns=["bug", "detector", "hits", "runs", "median_delay_steps"])
     assert difficulty("some_bug", board).level == level
+
+
+def test_the_rules_solver_diagnoses_the_earliest_alarm_and_applies_known_fixes():
+    alarms = [{"step": 9, "category": "optim"}, {"step": 3, "category": "unknown"},
+              {"step": 3, "category": "loss"}, {"step": 3, "category": "loss"},
+              {"step": 3, "category": "data"}]
+    assert diagnose(alarms) == "loss" and diagnose([]) == "none"
+    assert diagnose([{"step": 0, "category": "unknown"}]) == "none"
+    softmax = task_scripts("mlp-double_softmax")
+    assert repair(softmax["buggy"], "loss") == (softmax["fixed"], [
+        "logits, not probabilities, out of the model"])
+    assert repair(softmax["buggy"], "data") == (softmax["buggy"], [])
+    no_clearing = task_scripts("mlp-missing_zero_grad")["buggy"]
+    repaired, applied = repair(no_clearing, "loop")
+    assert applied and "optimizer.zero_grad()\n        loss.backward()" in repaired
+    assert repair(repaired, "loop") == (repaired, [])  # a script that clears is left alone

@@ -90,7 +90,8 @@ FIXED = [
     Entry(("tasks.md",), "The find-and-fix task set: every exportable scenario made a task, and "
           "whether the grader tells its buggy script from its fixed one (only those are tasks)",
           "`bugzoo task set --out results/runs/tasks`"),
-    Entry(("agents.md", "agents.csv"), "Reference solvers (`noop`, `oracle`, `oracle_variant`) "
+    Entry(("agents.md", "agents.csv"), "Reference solvers (`noop`, `oracle`, `oracle_variant`, "
+          "`rules`) "
           "on the task set, each submission graded by retraining: diagnosed, healthy and "
           "solved rates over tasks with 95% intervals; the CSV has one row per solver and task",
           "`bugzoo task agents --set results/runs/tasks`"),

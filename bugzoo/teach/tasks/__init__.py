@@ -8,5 +8,9 @@
   fixed script beyond a margin.
 * :mod:`~bugzoo.teach.tasks.make` writes a task folder and its answer key;
   :mod:`~bugzoo.teach.tasks.grade` grades a submission; :mod:`~bugzoo.teach.tasks.solvers`
-  holds the reference solvers scored in ``results/agents.md``.
+  holds the reference solvers (the ``rules`` one with its table in
+  :mod:`~bugzoo.teach.tasks.rules`); :mod:`~bugzoo.teach.tasks.taskset` makes the task set and
+  scores the solvers in ``results/agents.md``.
+* :mod:`~bugzoo.teach.tasks.interview` makes an interview pack; :mod:`~bugzoo.teach.tasks.command`
+  is ``bugzoo task``.
 """

@@ -23,7 +23,12 @@ from pathlib import Path
 
 import torch
 from torch import nn
-from torch.optim.optimizer import register_optimizer_step_post_hook
+from torch.optim.optimizer import (
+    register_optimizer_step_post_hook,
+    register_optimizer_step_pre_hook,
+)
+
+from bugzoo.integrations.live import LiveWatch, foreign_view
 
 TRAIN_TIMEOUT_S = 300.0  # a task script trains in seconds: past this it is stuck
 
@@ -41,6 +46,7 @@ class Trained:
     losses: list[float] = field(default_factory=list)  # the script's per-step logs, if any
     grad_norms: list[float] = field(default_factory=list)
     observed: dict[str, float] = field(default_factory=dict)  # its ``summary``, if any
+    alarms: list[dict] = field(default_factory=list)  # the watching detectors' alarms, if any
 
 
 def _describe(model: nn.Module) -> tuple[dict[str, int], int]:
@@ -56,6 +62,48 @@ def _floats(values: object) -> list[float]:
         return []
 
 
+class _Watching:
+    """bugzoo detectors on a script's own loop, through global optimizer hooks: the script's
+    ``model``, ``loss`` and settings are read from its namespace (``__main__`` while it runs)."""
+
+    def __init__(self, names: tuple[str, ...]):
+        self.watches = [LiveWatch(name) for name in names]
+        self.started, self.step = False, 0
+        self.handles = [register_optimizer_step_pre_hook(self.before),
+                        register_optimizer_step_post_hook(self.after)] if names else []
+
+    @staticmethod
+    def _script() -> dict:
+        return sys.modules["__main__"].__dict__
+
+    def before(self, optimizer, *_) -> None:
+        scope = self._script()
+        if not self.started and isinstance(scope.get("model"), nn.Module):
+            view = foreign_view(scope["model"], optimizer, num_classes=int(scope.get(
+                "CLASSES", 0)), steps=int(scope.get("STEPS", 0)), dataset="task")
+            for watch in self.watches:
+                watch.start(view)
+            self.started = True
+        for watch in self.watches if self.started else ():
+            watch.step_start()
+            watch.before_optimizer_step(optimizer)
+
+    def after(self, *_) -> None:
+        scope = self._script()
+        loss = scope.get("loss")
+        if self.started and isinstance(loss, torch.Tensor):
+            for watch in self.watches:
+                watch.after_step(self.step, loss.detach(), scope["model"].training)
+            self.step += 1
+
+    def finish(self) -> list[dict]:
+        for handle in self.handles:
+            handle.remove()
+        return [{"detector": watch.name, "step": alarm.step, "symptom": alarm.symptom,
+                 "category": alarm.category} for watch in self.watches if self.started
+                for alarm in [*watch.alarms, *watch.finish()]]
+
+
 def _serve(conn: Connection, script: str, log: str) -> None:
     """The script's process: train on request, evaluate on request, until told to stop."""
     torch.set_num_threads(1)
@@ -66,16 +114,18 @@ def _serve(conn: Connection, script: str, log: str) -> None:
         while (request := conn.recv()) is not None:
             kind, payload = request
             if kind == "train":
+                seed, detectors = payload
                 steps[0], model = 0, None
-                print(f"$ python {Path(script).name} {payload}", flush=True)
-                sys.argv = [script, str(payload)]
-                trained = Trained(payload)
+                print(f"$ python {Path(script).name} {seed}", flush=True)
+                sys.argv = [script, str(seed)]
+                trained, watching = Trained(seed), _Watching(detectors)
                 try:
                     scope = runpy.run_path(script, run_name="__main__")
                 except BaseException as error:  # the script's own failure is a finding
                     traceback.print_exc(file=out)
                     trained.error = f"{type(error).__name__}: {error}"[:300]
                     scope = {}
+                trained.alarms = watching.finish()
                 trained.steps = steps[0]
                 found = scope.get("model")
                 if isinstance(found, nn.Module):
@@ -134,10 +184,12 @@ class ScriptProcess:
             raise TimeoutError(f"{self.script.name} took over {timeout:.0f} s")
         return self._conn.recv()
 
-    def train(self, seed: int) -> Trained:
-        """Run the script once with ``seed``; its model stays for :meth:`evaluate`."""
+    def train(self, seed: int, detectors: tuple[str, ...] = ()) -> Trained:
+        """Run the script once with ``seed`` (and bugzoo's ``detectors`` watching its loop); its
+        model stays for :meth:`evaluate`."""
         try:
-            return self._ask(("train", seed), TRAIN_TIMEOUT_S)  # type: ignore[return-value]
+            return self._ask(("train", (seed, detectors)),  # type: ignore[return-value]
+                             TRAIN_TIMEOUT_S)
         except (TimeoutError, EOFError, OSError) as error:
             return Trained(seed, error=str(error) or "its process died")
 

@@ -8,6 +8,8 @@
   optimizer, width, clipping or dropout: a healthy variant of the model's script, chosen by
   the task's id). It must score about 100% too: the grader's margins accept a fix that is not the
   key's exact text.
+* ``rules`` runs the task's script once with bugzoo's heuristic detectors watching its loop,
+  diagnoses from their alarms and patches from a table of known fixes (:mod:`.rules`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,10 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 from string import Template
+
+from bugzoo.detector_registry import SELECTORS
+from bugzoo.teach.tasks.rules import diagnose, repair
+from bugzoo.teach.tasks.runner import ScriptProcess
 
 
 def _write(submission: Path, script: Path, answer: dict[str, str], text: str | None = None
@@ -68,5 +74,16 @@ def oracle_variant(task: Path, key: Path, submission: Path) -> Path:
                                                   "bug": answer["bug"]}, text)
 
 
+def rules(task: Path, key: Path, submission: Path) -> Path:
+    script = task / "train.py"
+    submission.mkdir(parents=True, exist_ok=True)
+    with ScriptProcess(script, submission / "watched.log") as process:
+        watched = process.train(0, tuple(SELECTORS["builtins"][1]()))
+    category = diagnose(watched.alarms)
+    text, applied = repair(script.read_text(), category)
+    return _write(submission, script, {"category": category, "explanation": "; ".join(
+        applied) or "no known fix matched"}, text)
+
+
 SOLVERS: dict[str, Callable[[Path, Path, Path], Path]] = {
-    "noop": noop, "oracle": oracle, "oracle_variant": oracle_variant}
+    "noop": noop, "oracle": oracle, "oracle_variant": oracle_variant, "rules": rules}

@@ -6,7 +6,7 @@ joins the set only when the grader tells its buggy script from its fixed one: th
 script, handed in as a fix, must be judged not healthy. The others are listed with why;
 ``results/tasks.md`` holds both lists.
 
-``bugzoo task agents --set DIR`` runs each solver on every task of the set, grades it, and
+``bugzoo task agents --set DIR`` runs each solver (:mod:`~bugzoo.teach.tasks.solvers`) on every task of the set, grades it, and
 writes ``results/agents.md`` and ``results/agents.csv``. Rates are over tasks (one task per
 bug), each with a 95% Clopper-Pearson interval.
 """
@@ -117,7 +117,11 @@ def agents_tables(grades: pd.DataFrame, command: str) -> str:
             "miss is a grader or export bug.\n"
             "* `oracle_variant` hands in the key's fix with a harmless change on top (a "
             "healthy variant of the script: batch size, optimizer, width, clipping or dropout, "
-            "chosen by the task's id): it should score about 1, or the margins are too tight.\n\n"
+            "chosen by the task's id): it should score about 1, or the margins are too tight.\n"
+            "* `rules` runs the task's script once with bugzoo's heuristic detectors watching its "
+            "loop, takes the category of the earliest alarm as its diagnosis and applies the "
+            "known fixes filed under it (`bugzoo/teach/tasks/rules.py`). The table was written "
+            "knowing the catalogue's mistakes: its figure is what such rules reach at best.\n\n"
             f"{markdown(pd.DataFrame(rows))}\n")
 
 
