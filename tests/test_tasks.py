@@ -71,8 +71,7 @@ def test_the_unchanged_script_fails_and_the_keys_fix_passes(task, tmp_path):
 
 
 def trained(**changes) -> Trained:
-    base = dict(seed=0, steps=200, centres=torch.ones(2, 2), layers={"Linear": 3},
-                parameters=5000)
+    base = dict(seed=0, steps=200, centres=torch.ones(2, 2), layers={"Linear": 3})
     return Trained(**{**base, **changes})
 
 
@@ -83,7 +82,7 @@ def trained(**changes) -> Trained:
     ({"centres": None}, "data source changed"),
     ({"centres": torch.zeros(2, 2)}, "data source changed"),
     ({"layers": {"Linear": 3, "Conv1d": 1}}, "layers"),
-    ({"layers": {"Linear": 5}, "parameters": 90_000}, ""),
+    ({"layers": {"Linear": 5}}, ""),  # any width or depth
     ({"error": "ValueError: boom"}, "stopped with ValueError"),
 ])
 def test_a_fix_must_keep_the_task(changes, why):

@@ -11,7 +11,6 @@ seed) and the fixed script, ``fixed.py``.
 from __future__ import annotations
 
 import json
-import logging
 import math
 import secrets
 from concurrent.futures import ThreadPoolExecutor
@@ -26,8 +25,6 @@ from bugzoo.scenarios import get_scenario
 from bugzoo.teach.export import supported
 from bugzoo.teach.tasks.runner import ScriptProcess, Trained
 from bugzoo.teach.tasks.script import family, settings, task_scripts
-
-log = logging.getLogger(__name__)
 
 GRADE_SEEDS = (0, 1, 2, 3, 4)
 # what REPORT.md shows for every task, in the same order: outcomes a practitioner looks at

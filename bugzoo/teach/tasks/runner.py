@@ -6,7 +6,9 @@ its output to a log) and reports what the grader checks: the optimizer steps it 
 by a global optimizer hook, not by the script), its data source (the global ``centres``) and
 the layers of its global ``model``. :meth:`~ScriptProcess.evaluate` then sends that model
 inputs made after the script finished, and returns its outputs: the labels never enter the
-script's process, so a script cannot print or fake its way to a good grade.
+script's process, so a script cannot print or fake its way to a good grade. A run may also be
+watched by bugzoo detectors (the ``rules`` solver's diagnosis), through the same global
+optimizer hooks and the live integration the Lightning and Hugging Face callbacks use.
 """
 
 from __future__ import annotations
@@ -42,17 +44,17 @@ class Trained:
     steps: int = 0  # optimizer steps, counted by the grader's hook
     centres: torch.Tensor | None = None  # its data source, when it kept the name
     layers: dict[str, int] = field(default_factory=dict)  # parameterised layer type -> count
-    parameters: int = 0
     losses: list[float] = field(default_factory=list)  # the script's per-step logs, if any
     grad_norms: list[float] = field(default_factory=list)
     observed: dict[str, float] = field(default_factory=dict)  # its ``summary``, if any
     alarms: list[dict] = field(default_factory=list)  # the watching detectors' alarms, if any
 
 
-def _describe(model: nn.Module) -> tuple[dict[str, int], int]:
+def _layers(model: nn.Module) -> dict[str, int]:
+    """How many modules of each type hold parameters of their own."""
     layers = Counter(type(m).__name__ for m in model.modules()
                      if any(True for _ in m.parameters(recurse=False)))
-    return dict(sorted(layers.items())), sum(p.numel() for p in model.parameters())
+    return dict(sorted(layers.items()))
 
 
 def _floats(values: object) -> list[float]:
@@ -130,7 +132,7 @@ def _serve(conn: Connection, script: str, log: str) -> None:
                 found = scope.get("model")
                 if isinstance(found, nn.Module):
                     model = found
-                    trained.layers, trained.parameters = _describe(model)
+                    trained.layers = _layers(model)
                 if isinstance(scope.get("centres"), torch.Tensor):
                     trained.centres = scope["centres"].detach().clone()
                 trained.losses = _floats(scope.get("losses", ()))
