@@ -88,3 +88,19 @@ def test_healthy_variants_train_as_well_as_the_clean_script(tmp_path):
     with ThreadPoolExecutor(2) as pool:
         for metric, value in pool.map(symptom, paths):
             assert metric == "final_val_acc" and value > 0.9  # chance is 0.25; clean gets 0.99
+
+
+def test_a_blind_export_names_nothing_and_keeps_the_answer_apart(tmp_path, capsys):
+    key = tmp_path / "key.txt"
+    assert main(["export", "mlp-no_shuffle_sorted", "--out", str(tmp_path / "pair"), "--blind",
+                 str(key), "--seed", "3"]) == 0
+    scripts = {p.name: p.read_text() for p in (tmp_path / "pair").iterdir()}
+    assert set(scripts) == {"a.py", "b.py"}
+    for text in scripts.values():
+        assert not any(word in text for word in ("bugzoo", "no_shuffle", "SYMPTOM", "buggy",
+                                                  "fixed", "class by class"))
+    buggy = re.fullmatch(r"mlp-no_shuffle_sorted: ([ab]\.py) is the buggy script\n",
+                         key.read_text())[1]
+    assert "torch.arange(len(x_train))" in scripts[buggy]
+    assert "torch.arange(len(x_train))" not in scripts[({"a.py", "b.py"} - {buggy}).pop()]
+    assert "is the buggy script" not in capsys.readouterr().out  # the key file says it

@@ -1,7 +1,8 @@
 """``bugzoo export <scenario> --out DIR``: a standalone buggy.py / fixed.py reproducer pair.
 
 The scripts are plain PyTorch (no bugzoo import): tiny inline data, model and loop, ending with
-``SYMPTOM <metric>=<value>``. The fixed script is a per-model template
+``SYMPTOM <metric>=<value>``. ``--blind KEYFILE`` writes them as ``a.py`` and ``b.py`` with
+neutral headers and comments, and which one is buggy to ``KEYFILE`` only. The fixed script is a per-model template
 (``bugzoo.teach.reproducers``); the buggy one is the same script plus the bug's small patch,
 its :class:`~bugzoo.bugs.Delta`, which lives beside its plant in the bug's module.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import random
 from pathlib import Path
 from string import Template
 
@@ -104,17 +106,51 @@ def export(scenario: str, out: Path) -> list[Path]:
     return paths
 
 
+def export_blind(scenario: str, out: Path, key: Path, seed: int) -> list[Path]:
+    """The pair as ``a.py`` and ``b.py``, in an order drawn from ``seed``, with neutral
+    headers and comments (the task scripts of ``bugzoo task``); which one is buggy goes to the
+    file ``key`` only."""
+    # here: bugzoo.teach.tasks.script imports this module
+    from bugzoo.teach.tasks.script import task_scripts
+    scripts = task_scripts(scenario)
+    order = ["buggy", "fixed"] if random.Random(f"{seed}-{scenario}").random() < 0.5 else [
+        "fixed", "buggy"]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        key.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"cannot create {out} or {key.parent} ({e.strerror or e})") from None
+    paths = []
+    for name, variant in zip("ab", order, strict=True):
+        path = out / f"{name}.py"
+        path.write_text(scripts[variant])
+        paths.append(path)
+    buggy = paths[order.index("buggy")].name
+    key.write_text(f"{scenario}: {buggy} is the buggy script\n")
+    return paths
+
+
 def main(argv: list[str]) -> int:
     p = ArgumentParser(prog="bugzoo export", description=__doc__.splitlines()[0])
     p.add_argument("scenario", nargs="?", help="scenario id, e.g. mlp-double_softmax")
     p.add_argument("--out", type=Path, help="folder for buggy.py and fixed.py")
     p.add_argument("--list", action="store_true", help="list the exportable scenarios")
+    p.add_argument("--blind", type=Path, metavar="KEYFILE",
+                   help="write a.py and b.py with neutral headers and comments instead, and "
+                        "which one is buggy to KEYFILE only")
+    p.add_argument("--seed", type=int, default=0, help="with --blind: draws the order")
     args = p.parse_args(argv)
     if args.list:
         print("\n".join(supported()))
         return 0
     if not args.scenario or args.out is None:
         raise UsageError("give a scenario and --out DIR (or --list)")
+    if args.blind:
+        render(args.scenario)  # an unknown or unexportable scenario: its one-line error first
+        for path in export_blind(args.scenario, args.out, args.blind, args.seed):
+            print(f"wrote {path}")
+        print(f"which one is buggy: {args.blind}")
+        return 0
     for path in export(args.scenario, args.out):
         print(f"wrote {path}")
     print(f"run: python {args.out / 'fixed.py'} && python {args.out / 'buggy.py'}")
