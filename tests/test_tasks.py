@@ -190,3 +190,18 @@ def test_the_rules_solver_diagnoses_the_earliest_alarm_and_applies_known_fixes()
     repaired, applied = repair(no_clearing, "loop")
     assert applied and "optimizer.zero_grad()\n        loss.backward()" in repaired
     assert repair(repaired, "loop") == (repaired, [])  # a script that clears is left alone
+
+
+def test_an_exported_pair_is_proven_by_the_catalogues_test(tmp_path):
+    assert cli(["task", "validate", "--scenarios", "mlp-lr_too_high", "--work",
+                str(tmp_path / "work"), "--out", str(tmp_path)]) == 0
+    row = pd.read_csv(tmp_path / "validity_exported.csv").iloc[0]
+    assert row["metric"] == "nonfinite" and bool(row["valid"])
+    assert row["p_value"] == pytest.approx(1 / 252)  # 5 events against none: Fisher's floor
+
+
+def test_the_committed_export_validity_covers_every_pair_and_is_quoted():
+    table = pd.read_csv(ROOT / "results" / "validity_exported.csv")
+    assert sorted(table["scenario"]) == supported()
+    guide = " ".join((ROOT / "docs" / "pages" / "teaching.md").read_text().split())
+    assert f"{int(table['valid'].sum())} of {len(table)} exported pairs are valid" in guide

@@ -87,6 +87,9 @@ FIXED = [
           "`bugzoo bench --scenarios 'mlp-*' --detectors cockpit --out results/runs/tools-cockpit`"
           ", then `bugzoo score results/runs/tools-<name> --beside results/runs/bench`; "
           "`python -m bugzoo.tools.traincheck --out results/runs/tools-traincheck`"),
+    Entry(("validity_exported.md", "validity_exported.csv"), "Exported pairs: each exportable "
+          "scenario's buggy script against its fixed twin over 5 seeds, with the catalogue's "
+          "test", "`bugzoo task validate`"),
     Entry(("tasks.md",), "The find-and-fix task set: every exportable scenario made a task, and "
           "whether the grader tells its buggy script from its fixed one (only those are tasks)",
           "`bugzoo task set --out results/runs/tasks`"),

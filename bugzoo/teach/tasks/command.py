@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from bugzoo.errors import unknown_choice
-from bugzoo.teach.tasks import grade, make, taskset
+from bugzoo.teach.tasks import exported, grade, make, taskset
 
 ACTIONS = {"make": make.main, "grade": grade.main, "set": taskset.set_main,
-           "agents": taskset.agents_main}
+           "agents": taskset.agents_main, "validate": exported.main}
 USAGE = """usage: bugzoo task ACTION ...
 
   make SCENARIO --out DIR --key KEYDIR   write a task folder and its answer key
@@ -14,6 +14,8 @@ USAGE = """usage: bugzoo task ACTION ...
                                          grade a diagnosis and fix by retraining
   set --out DIR                          every exportable scenario as a task
   agents --set DIR                       score the reference solvers (results/agents.md)
+  validate                               prove each exported pair shows its bug's symptom
+                                         (results/validity_exported.md)
 
 bugzoo task ACTION --help tells more. Every action takes --include DIR (repeatable): scenario
 files from an outside folder."""
