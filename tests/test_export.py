@@ -15,8 +15,9 @@ from bugzoo.cli import main
 from bugzoo.errors import UsageError
 from bugzoo.teach.export import export, healthy_variants, render, render_clean, supported
 
-# diverse: loop, data; each pair runs in a few seconds on one core (tests/test_tasks.py
-# retrains a loss bug's pair in the grader and tests an optim bug's over 5 seeds)
+# diverse: loop, data; each pair runs in a few seconds on one core (tests/test_tasks.py retrains
+# a loss bug's pair in the grader and tests another data bug's over 5 seeds; every pair's test
+# over 5 seeds is results/validity_exported.md)
 RUN = ("mlp-missing_zero_grad", "mlp-labels_misaligned")
 
 
