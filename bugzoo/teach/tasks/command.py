@@ -1,4 +1,4 @@
-"""``bugzoo task make|grade|set|agents``: find-and-fix tasks, graded by retraining."""
+"""``bugzoo task make|grade|set|agents|validate``: find-and-fix tasks, graded by retraining."""
 
 from __future__ import annotations
 
