@@ -13,6 +13,7 @@ layer, above the judge's.)
 from __future__ import annotations
 
 import logging
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -87,16 +88,17 @@ def report(table: pd.DataFrame, command: str) -> str:
 def main(argv: list[str]) -> int:
     p = ArgumentParser(prog="bugzoo task validate", description=__doc__.splitlines()[0])
     p.add_argument("--scenarios", nargs="+", help="exportable scenarios (default: all)")
-    p.add_argument("--work", type=Path, default=Path("results/runs/exported"),
-                   help="new folder for the scripts and their logs")
+    p.add_argument("--work", type=Path, help="new folder to keep the scripts and their logs in "
+                   "(default: a temporary one)")
     p.add_argument("--out", type=Path, default=Path("results"),
                    help="where validity_exported.md and .csv go")
     args = p.parse_args(argv)
     for scenario in args.scenarios or ():
         if scenario not in supported():
             raise unknown_choice("exportable scenario", scenario, supported())
-    table = validate_exports(args.scenarios or supported(), empty_folder(args.work,
-                                                                         "work folder"))
+    with tempfile.TemporaryDirectory() as scratch:
+        work = empty_folder(args.work, "work folder") if args.work else Path(scratch)
+        table = validate_exports(args.scenarios or supported(), work)
     args.out.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out / "validity_exported.csv", index=False)
     text = report(table, command_line("task validate", argv))
