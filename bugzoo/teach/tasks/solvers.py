@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from string import Template
 
-from bugzoo.detector_registry import SELECTORS
+from bugzoo.detector_registry import select_detectors
 from bugzoo.teach.tasks.rules import diagnose, repair
 from bugzoo.teach.tasks.runner import ScriptProcess
 
@@ -78,7 +78,7 @@ def rules(task: Path, key: Path, submission: Path) -> Path:
     script = task / "train.py"
     submission.mkdir(parents=True, exist_ok=True)
     with ScriptProcess(script, submission / "watched.log") as process:
-        watched = process.train(0, tuple(SELECTORS["builtins"][1]()))
+        watched = process.train(0, tuple(select_detectors(["builtins"])))
     category = diagnose(watched.alarms)
     text, applied = repair(script.read_text(), category)
     return _write(submission, script, {"category": category, "explanation": "; ".join(

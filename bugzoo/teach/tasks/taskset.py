@@ -17,8 +17,10 @@ import json
 import logging
 import random
 import shutil
+import tempfile
 from dataclasses import asdict
 from pathlib import Path
+from statistics import fmean
 
 import pandas as pd
 
@@ -27,13 +29,21 @@ from bugzoo.errors import ArgumentParser, UsageError, unknown_choice
 from bugzoo.judge.stats import clopper_pearson
 from bugzoo.judge.tables import markdown
 from bugzoo.teach.export import supported
-from bugzoo.teach.tasks.grade import grade
+from bugzoo.teach.tasks.grade import Grade, grade
 from bugzoo.teach.tasks.make import empty_folder, make_task
 from bugzoo.teach.tasks.solvers import SOLVERS, noop
 
 log = logging.getLogger(__name__)
 
 RESULTS = Path("results")
+
+
+def make_checked_task(scenario: str, task: Path, key: Path, seed: int) -> Grade:
+    """Make the task (its evaluation seed drawn from ``seed`` and the scenario) and grade its
+    unchanged script as a fix: a task only when that grade is not healthy."""
+    make_task(scenario, task, key, eval_seed=random.Random(f"{seed}-{scenario}").randrange(2**31))
+    with tempfile.TemporaryDirectory() as scratch:
+        return grade(noop(task, key, Path(scratch) / "unchanged"), key)
 
 
 def build_set(out: Path, scenarios: list[str], seed: int) -> pd.DataFrame:
@@ -46,20 +56,16 @@ def build_set(out: Path, scenarios: list[str], seed: int) -> pd.DataFrame:
         task_id = f"task-{number:02d}"
         task, key = out / "tasks" / task_id, out / "keys" / task_id
         log.info("%s/%s: %s", number, len(order), task_id)
-        make_task(scenario, task, key, eval_seed=random.Random(f"{seed}-{scenario}").randrange(
-            2**31))
-        unchanged = grade(noop(task, key, out / "checks" / task_id), key)
+        unchanged = make_checked_task(scenario, task, key, seed)
         rows.append({"task": task_id, "scenario": scenario, "in_set": not unchanged.healthy,
                      "why_not": "the grader cannot tell the unchanged script from the fixed "
                                 "one on fresh data" if unchanged.healthy else "",
-                     "unchanged_accuracy": sum(unchanged.accuracy) / len(unchanged.accuracy),
-                     "fixed_accuracy": sum(unchanged.fixed_accuracy) / len(
-                         unchanged.fixed_accuracy),
-                     "unchanged_loss": sum(unchanged.loss) / len(unchanged.loss),
-                     "fixed_loss": sum(unchanged.fixed_loss) / len(unchanged.fixed_loss)})
+                     "unchanged_accuracy": fmean(unchanged.accuracy),
+                     "fixed_accuracy": fmean(unchanged.fixed_accuracy),
+                     "unchanged_loss": fmean(unchanged.loss),
+                     "fixed_loss": fmean(unchanged.fixed_loss)})
         if unchanged.healthy:  # not a task: out of the set, its key kept for the record
             shutil.rmtree(task)
-    shutil.rmtree(out / "checks")
     index = pd.DataFrame(rows)
     index.to_csv(out / "keys" / "index.csv", index=False)
     return index
