@@ -75,6 +75,21 @@ def doc_examples(section: str, language: str) -> list[str]:
     return re.findall(rf"```{language}\n(.*?)```", doc_section(section)[1], re.S)
 
 
+def giveaways(bug_id: str) -> list[str]:
+    """What would name the bug to a student: its id, file, title, and any 5 words in a row of
+    its card, lower case (compare with lower-cased text whose whitespace is single spaces)."""
+    bug = get_bug(bug_id)
+    words = re.findall(r"[\w'-]+", f"{bug.symptom} {bug.explanation}".lower())
+    return [bug_id, f"{bug_id}.py", bug.title.lower(),
+            *(" ".join(words[i:i + 5]) for i in range(len(words) - 4))]
+
+
+def named(text: str, bug_id: str) -> list[str]:
+    """The giveaways of ``bug_id`` found in ``text``."""
+    text = re.sub(r"\s+", " ", text.lower())
+    return [g for g in giveaways(bug_id) if g in text]
+
+
 @pytest.fixture
 def results_dir(tmp_path):
     return tmp_path / "results"

@@ -17,6 +17,7 @@ from omegaconf import OmegaConf
 from bugzoo.detector_registry import load_detector
 from bugzoo.harness.distributed import _backend, _kill, _wait
 from bugzoo.harness.pool import parked_workers
+from bugzoo.harness.processes import server_pids
 from bugzoo.harness.runner import execute
 from bugzoo.telemetry import TIMING_COLUMNS
 
@@ -27,9 +28,9 @@ SHORT = (f"harness.steps={STEPS}", f"harness.dist_timeout_s={PG_TIMEOUT_S}",
 
 def children_of(pid: int) -> list[int]:
     """Pids whose parent is ``pid`` (zombies included), from /proc; multiprocessing's
-    long-lived resource tracker (started by earlier tests in this process) and the idle pool
-    workers kept for this process's next sweep are not counted."""
-    kept, found = parked_workers(), []
+    long-lived resource tracker and the workers' fork server (started by earlier tests in this
+    process) and the idle pool workers kept for this process's next sweep are not counted."""
+    kept, found = parked_workers() | server_pids(), []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:

@@ -2,27 +2,36 @@
 
 from __future__ import annotations
 
+import io
+import logging
 import random
 import re
 import subprocess
 import sys
+from pathlib import Path
+
+import pandas as pd
+from conftest import named
 
 from bugzoo.bugs import get_bug
-from bugzoo.teach.quiz import candidate_scenarios, distractors, sparkline
+from bugzoo.teach import quiz as quiz_module
+from bugzoo.teach.quiz import QuestionRuns, candidate_scenarios, distractors, sparkline
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def quiz(tmp_path, answers: str) -> str:
+def quiz(tmp_path, answers: str) -> tuple[str, str]:
     out = subprocess.run(
         [sys.executable, "-m", "bugzoo.cli", "quiz", "--model", "mlp", "-n", "2", "--seed", "4",
          "--runs", str(tmp_path / "none"), "--cache", str(tmp_path / "cache"),
          "--steps", "30", "--png", str(tmp_path / "png")],
         input=answers, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    return out.stdout
+    return out.stdout, out.stderr
 
 
 def test_quiz_from_stdin_is_reproducible_and_scored(tmp_path):
-    first = quiz(tmp_path, "Z\n")  # a wrong letter, then end of input (no answer)
+    first, logged = quiz(tmp_path, "Z\n")  # a wrong letter, then end of input (no answer)
     assert "Score: 0/2" in first
     right = re.findall(r"the answer is ([A-D])", first)
     assert len(right) == 2
@@ -30,13 +39,44 @@ def test_quiz_from_stdin_is_reproducible_and_scored(tmp_path):
     for text in questions:
         asked, revealed = text.split("Your answer", 1)
         bug_id = revealed.split("\n\n", 1)[1].split(" — ")[0].strip()
-        assert bug_id not in asked  # the symptom does not name the bug
+        symptom = asked.split("Which bug is it?")[0]
+        assert not (found := named(symptom + logged, bug_id)), found
         assert "buggy" in asked and "clean" in asked and "▁" in asked + "█"
         png = re.search(r"curves: (\S+\.png)", asked)[1]
         assert open(png, "rb").read(4) == b"\x89PNG"
         assert "BUGGY" in revealed and "FIXED" in revealed
-    again = quiz(tmp_path, "\n".join(right) + "\n")  # same seed: same questions, now right
+    again, _ = quiz(tmp_path, "\n".join(right) + "\n")  # same seed: same questions, now right
     assert again.count("Correct!") == 2 and "Score: 2/2" in again
+
+
+def test_no_question_names_its_bug(monkeypatch, capsys):
+    """Every question the published traces can show (seed 0's buggy run and its matched
+    control), up to its list of choices, names nothing of its bug."""
+    runs = pd.read_parquet(ROOT / "results/traces/runs.parquet")
+    traces = pd.read_parquet(ROOT / "results/traces/trace.parquet")
+    first = runs[runs.seed == 0]
+    published = [s for s in candidate_scenarios(None, None) if s.id in set(first.scenario)]
+    assert len(published) >= 20
+    asked_about = []
+
+    def published_runs(scenario, *_) -> QuestionRuns:
+        asked_about.append(scenario.bug)
+        pair = [first.index[(first.scenario == scenario.id) & (first.role == role)][0]
+                for role in ("buggy", "control")]
+        (buggy, clean), (buggy_summary, clean_summary) = zip(
+            *((traces[traces.run == i], first.loc[i].dropna().to_dict()) for i in pair),
+            strict=True)
+        return QuestionRuns(buggy, clean, buggy_summary, clean_summary)
+
+    monkeypatch.setattr(quiz_module, "question_runs", published_runs)
+    monkeypatch.setattr(quiz_module, "candidate_scenarios", lambda *_: published)
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    quiz_module.quiz(len(published), 0, None, None, ROOT, ROOT, 10, None)
+    questions = capsys.readouterr().out.split("=== Question")[1:]
+    assert len(questions) == len(asked_about) == len(published)
+    leaks = {bug: found for bug, text in zip(asked_about, questions, strict=True)
+             if (found := named(text.split("Which bug is it?")[0], bug))}
+    assert not leaks, leaks
 
 
 def test_filters_and_distractors():
@@ -58,9 +98,6 @@ def test_sparkline():
 def test_a_question_can_show_its_symptom():
     """No question whose symptom one buggy run beside one clean run cannot show (two runs of
     one seed that disagree), none needing CUDA, and no line about the ones left out."""
-    import io
-    import logging
-
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
     logging.getLogger("bugzoo").addHandler(handler)
@@ -74,8 +111,6 @@ def test_a_question_can_show_its_symptom():
 
 
 def test_a_mistyped_answer_is_asked_again(monkeypatch, capsys):
-    import io
-
     from bugzoo.teach.quiz import ask
 
     monkeypatch.setattr("sys.stdin", io.StringIO("Z\n\nab\nc\n"))

@@ -22,6 +22,7 @@ import pytest
 from bugzoo.config import compose_run
 from bugzoo.harness import store
 from bugzoo.harness.pool import RunTask, parked_workers, run_task, run_tasks
+from bugzoo.harness.processes import server_pids
 from bugzoo.harness.runner import execute
 from bugzoo.harness.sweep import plan_runs, select_scenarios, sweep
 from bugzoo.judge.scoring import score_sweep
@@ -49,9 +50,9 @@ def _reference(scenario: str, seed: int, *overrides: str) -> dict:
 
 def _others(before: set[int]) -> list[tuple[int, str]]:
     """Processes below this one that were not there before, bar multiprocessing's resource
-    tracker (one helper per parent process, by design alive until the parent exits) and the
-    idle workers the pool keeps for the next sweep."""
-    kept = parked_workers()
+    tracker and the workers' fork server (one helper each per parent process, by design alive
+    until the parent exits) and the idle workers the pool keeps for the next sweep."""
+    kept = parked_workers() | server_pids()
     return [(pid, cmd) for pid, cmd in faults.descendants()
             if pid not in before | kept and "resource_tracker" not in cmd]
 
@@ -83,7 +84,7 @@ def test_fault_injected_sweep_completes_and_isolates_each_fault(plugins, tmp_pat
     counts = sweep(tasks, workers=2, progress=False)
     assert time.monotonic() - t0 < 240  # no run waited out more than its own timeout
     assert sum(counts.values()) == len(tasks)
-    assert counts == {"completed": 3, "crashed": 2, "hang": 1}
+    assert counts == {"completed": 3, "crashed": 2, "hang": 1}, {(t.scenario.id, t.seed): store.read_summary(t.path).get("error") for t in tasks}
     s = {(t.scenario.id, t.seed): store.read_summary(t.path) for t in tasks}
     for t in tasks:  # every run recorded once, with each of its detectors
         assert set(s[t.scenario.id, t.seed]["detectors"]) == set(t.detectors)

@@ -1,9 +1,10 @@
 """Sweep execution: reused worker processes for ordinary runs, one process per risky run.
 
-A sweep has ``workers`` slots. Ordinary (silent-bug and clean) runs go to reusable spawned
-workers that import torch once and use one intra-op thread. Runs that may hang or crash the
-interpreter (loud bugs, distributed bugs) each get a process of their own. Both kinds share the
-slots, longest runs first, so the machine stays busy to the end. Every run has a timeout: a run
+A sweep has ``workers`` slots. Ordinary (silent-bug and clean) runs go to reusable workers,
+forked from a server that imported torch once (:mod:`bugzoo.harness.processes`), each with one
+intra-op thread. Runs that may hang or crash the interpreter (loud bugs, distributed bugs) each
+get a process of their own. Both kinds share the slots, longest runs first, so the machine stays
+busy to the end. Every run has a timeout: a run
 past it, or one whose process dies, becomes a recorded outcome (``hang`` / ``crashed``) and only
 its process is replaced. Idle workers outlive their sweep and take the next sweep of the same
 process.
@@ -20,7 +21,6 @@ import multiprocessing
 import os
 import re
 import resource
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -38,6 +38,7 @@ from bugzoo.bugs import get_bug
 from bugzoo.config import compose_run, resolved
 from bugzoo.detector_registry import load_detector
 from bugzoo.harness import store
+from bugzoo.harness.processes import environment_key, worker_context
 from bugzoo.harness.record import DetectorStatus, PartialRun, build_summary
 from bugzoo.harness.runner import execute
 from bugzoo.models import get_model
@@ -46,7 +47,7 @@ from bugzoo.telemetry import trace_tables
 
 log = logging.getLogger(__name__)
 
-GRACE_S = 30.0  # start-up allowance on top of a run's timeout (process spawn, torch import)
+GRACE_S = 30.0  # start-up allowance on top of a run's timeout (process start)
 HANG_EXIT = 86  # exit code of a pool worker that gave up on a hung run
 
 
@@ -85,12 +86,13 @@ class RunTask:
 
 def _exit_with_parent() -> None:
     """End this process as soon as the sweep that started it is gone, even killed with -9:
-    a killed sweep must leave no training process behind."""
-    parent = os.getppid()
+    a killed sweep must leave no training process behind. (The sweep is not this process's
+    parent in the operating system's sense, the fork server is: it is watched through the
+    pipe it sent this process's start on, which closes when it dies.)"""
+    sweep = multiprocessing.parent_process()
 
     def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
+        sweep.join()
         os._exit(1)
 
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
@@ -243,7 +245,7 @@ def run_tasks(tasks: list[RunTask], workers: int) -> Iterator[dict]:
     task whose process dies or passes its timeout is recorded as ``crashed`` or ``hang``, and
     only that process is replaced.
     """
-    ctx = multiprocessing.get_context("spawn")
+    ctx = worker_context()
     # isolated (distributed, loud) runs first: they include the ones that sit out a timeout
     waiting = sorted(tasks, key=lambda t: (t.isolate, t.expected_cost), reverse=True)
     busy: list[Slot] = []
@@ -285,14 +287,10 @@ def run_tasks(tasks: list[RunTask], workers: int) -> Iterator[dict]:
 
 # Idle workers kept between the sweeps of one process (the GPU pass's stages, a bench and its
 # overhead timing, a test session), so that each sweep does not start its own and import torch
-# again. They are keyed by what a spawned worker takes from its parent once, at its start (the
+# again. They are keyed by what a worker takes from its parent once, at its start (the
 # environment, sys.path, the working folder): one started before a change of these is not given
 # a task after it.
 _parked: dict[int, list[Slot]] = {}
-
-
-def _environment_key() -> int:
-    return hash((frozenset(os.environ.items()), tuple(sys.path), os.getcwd()))
 
 
 def parked_workers() -> set[int]:
@@ -303,14 +301,14 @@ def parked_workers() -> set[int]:
 def _park(slots: list[Slot]) -> None:
     """Keep ``slots`` for the next sweep; workers kept for another environment are stopped, so
     a process holds no more idle workers than its largest sweep had."""
-    key = _environment_key()
+    key = environment_key()
     for other in [k for k in _parked if k != key]:
         _stop(_parked.pop(other))
     _parked.setdefault(key, []).extend(s for s in slots if s.proc.is_alive())
 
 
 def _unpark() -> list[Slot]:
-    return [s for s in _parked.pop(_environment_key(), []) if s.proc.is_alive()]
+    return [s for s in _parked.pop(environment_key(), []) if s.proc.is_alive()]
 
 
 def _stop(slots: list[Slot]) -> None:

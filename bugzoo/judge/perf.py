@@ -14,7 +14,6 @@ Tables go to ``results/perf/`` with the command that made them.
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import statistics
 import tempfile
 import time
@@ -33,6 +32,7 @@ from bugzoo.detector_registry import load_detector, select_detectors
 from bugzoo.errors import ArgumentParser
 from bugzoo.harness import store
 from bugzoo.harness.budget import budget_scope
+from bugzoo.harness.processes import worker_context
 from bugzoo.harness.runner import execute
 from bugzoo.harness.sweep import (
     QUICK_OVERRIDES,
@@ -177,7 +177,7 @@ def time_pairs(pairs: list[Pair], workers: int, blocks: int = 15, steps: int = 4
                against: str = "bare", progress: bool = False) -> Iterator[dict]:
     """:func:`time_pair` for each pair, on ``workers`` processes (one torch thread each);
     yields each row as it is measured."""
-    context = multiprocessing.get_context("spawn")
+    context = worker_context()
     with ProcessPoolExecutor(workers, mp_context=context, initializer=torch.set_num_threads,
                              initargs=(1,)) as pool:
         futures = [pool.submit(time_pair, *pair, blocks, steps, against) for pair in pairs]

@@ -93,18 +93,18 @@ def _traces(root: Path, sweep_dir: str, scenario: str) -> tuple[pd.DataFrame, di
 def question_runs(scenario: Scenario, stored: Path, cache: Path, steps: int) -> QuestionRuns:
     """Stored runs of ``scenario`` and its control, made (1 seed, short) and cached if missing.
     A bug that starts mid-run gets ``steps`` after its onset, so that its symptom can show.
-    What the runs print (a library's warning names the file it came from) is kept from the
-    screen: it could name the bug."""
+    What the runs print (a library's warning names the file it came from, a progress bar names
+    the scenario) is kept from the screen: it could name the bug."""
     for root in (stored, cache):
         if root == cache:
             onset = int(compose_run([f"scenario={scenario.id}"]).bug.onset)
             plan = plan_validity_runs(store.ensure_writable(root), [scenario.id], [0],
                                       [f"harness.steps={onset + steps}",
                                        "harness.eval_interval=10"])
-            log.info("training the runs this question shows (%d, once: cached in %s)",
-                     len(plan.tasks), root)
-            with quiet_runs():
-                sweep(plan.tasks, workers=1, progress=True)
+            log.info("training the runs this question shows (%d, a few seconds, once: cached "
+                     "in %s)", len(plan.tasks), root)
+            with quiet_runs():  # no progress bar either: it names the scenarios
+                sweep(plan.tasks, workers=1, progress=False)
         buggy, buggy_summary = _traces(root, "buggy", scenario.id)
         clean, clean_summary = _traces(root, "control", scenario.control)
         if buggy_summary and clean_summary:

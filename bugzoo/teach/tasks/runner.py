@@ -1,6 +1,6 @@
 """Train a task script in a process of its own, then evaluate what it trained.
 
-The grader's side of the task contract. :class:`ScriptProcess` starts one spawned process per
+The grader's side of the task contract. :class:`ScriptProcess` starts one process per
 script; each :meth:`~ScriptProcess.train` runs the whole script once (``python train.py SEED``,
 its output to a log) and reports what the grader checks: the optimizer steps it took (counted
 by a global optimizer hook, not by the script), its data source (the global ``centres``) and
@@ -13,7 +13,6 @@ optimizer hooks and the live integration the Lightning and Hugging Face callback
 
 from __future__ import annotations
 
-import multiprocessing
 import runpy
 import sys
 import traceback
@@ -30,6 +29,7 @@ from torch.optim.optimizer import (
     register_optimizer_step_pre_hook,
 )
 
+from bugzoo.harness.processes import worker_context
 from bugzoo.integrations.live import LiveWatch, foreign_view
 
 TRAIN_TIMEOUT_S = 300.0  # a task script trains in seconds: past this it is stuck
@@ -158,7 +158,7 @@ class ScriptProcess:
     """A task script's own process (``with ScriptProcess(script, log) as run: ...``)."""
 
     def __init__(self, script: Path, log: Path):
-        context = multiprocessing.get_context("spawn")
+        context = worker_context()
         self._conn, child = context.Pipe()
         self._process = context.Process(target=_serve, args=(child, str(script), str(log)),
                                          daemon=True)

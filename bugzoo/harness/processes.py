@@ -1,0 +1,84 @@
+"""Where bugzoo's worker processes come from: a fork server that has imported torch once.
+
+A fresh interpreter spends seconds of CPU before it can train: importing torch, pandas, Hydra and
+the harness, and, on its first run, ``torch._inductor`` (which ``torch.use_deterministic_algorithms``
+imports). Sweep workers, one-run processes, overhead timers and task scripts are instead forked
+from one server process per parent that has done these imports (``multiprocessing``'s
+``forkserver`` start method): a new worker is ready in milliseconds, with nothing of the
+parent's state but what it is sent.
+
+A forked process takes its environment variables from the server, not from the parent at the
+time it starts; ``sys.path`` and the working folder it does take from the parent. So the server
+is started again whenever the parent's environment, ``sys.path`` or working folder has changed
+since it started (a test's private ``BUGZOO_ROOT``, a plug-in site on ``PYTHONPATH``, the quiz's
+``PYTHONWARNINGS``). The server does nothing but fork: it runs no torch operation, so no thread
+pool or device state is copied into a worker.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+from multiprocessing import forkserver, util
+from multiprocessing.context import BaseContext
+
+# what every worker needs before its first run; imported once, in the server
+PRELOAD = ["torch", "torch._inductor.config", "pandas", "bugzoo.harness.pool"]
+# set anew for every test by pytest, and read by nothing at start-up
+VOLATILE = ("PYTEST_CURRENT_TEST",)
+
+_server_environment: int | None = None
+_retired: list[int] = []  # servers of an older environment, left to exit with their last worker
+
+
+def environment_key() -> int:
+    """What a worker takes from its parent when it starts: environment, ``sys.path``, folder."""
+    environment = frozenset((k, v) for k, v in os.environ.items() if k not in VOLATILE)
+    return hash((environment, tuple(sys.path), os.getcwd()))
+
+
+def worker_context() -> BaseContext:
+    """The context to start worker processes from: the fork server, started again if what it
+    would pass on is no longer this process's."""
+    global _server_environment
+    context = multiprocessing.get_context("forkserver")
+    key = environment_key()
+    if key != _server_environment:
+        _retire_server()
+        context.set_forkserver_preload(PRELOAD)
+        _server_environment = key
+    _reap_retired()
+    return context
+
+
+def server_pids() -> set[int]:
+    """The fork servers this process has started that still run: the current one (it lives as
+    long as this process) and retired ones whose workers have not all ended yet."""
+    _reap_retired()
+    current = forkserver._forkserver._forkserver_pid
+    return set(_retired) | ({current} if current is not None else set())
+
+
+def _retire_server() -> None:
+    """Let the running server go, without waiting: it exits once its workers have (each holds
+    its "alive" pipe too), and the next start launches a new one. ``multiprocessing`` has no
+    public call for this; its own ``_stop`` would wait for every worker of the old server."""
+    server = forkserver._forkserver
+    if server._forkserver_pid is None:
+        return
+    os.close(server._forkserver_alive_fd)
+    if not util.is_abstract_socket_namespace(server._forkserver_address):
+        os.unlink(server._forkserver_address)
+    _retired.append(server._forkserver_pid)
+    server._forkserver_pid = server._forkserver_alive_fd = server._forkserver_address = None
+
+
+def _reap_retired() -> None:
+    """Collect the exit status of retired servers that have ended (no zombie is left)."""
+    for pid in list(_retired):
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                _retired.remove(pid)
+        except ChildProcessError:
+            _retired.remove(pid)
