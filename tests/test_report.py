@@ -7,13 +7,15 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import named
 
 from bugzoo import versions
-from bugzoo.bugs import list_bugs
+from bugzoo.bugs import flat_id, list_bugs
 from bugzoo.cli import main
 from bugzoo.harness import store
 from bugzoo.teach.report import build
 
+ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM, DRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -129,15 +131,25 @@ def test_browser_filters_and_reveal(results, tmp_path):
         driver.quit()
 
 
-def test_cards_do_not_give_the_answer_away():
-    """A card shows the BUGGY code without its comments ("# no zero_grad()" names the bug)."""
-    from bugzoo.teach.report import index_page
+def test_cards_do_not_give_the_answer_away(tmp_path):
+    """Until revealed, a card shows the symptom in a practitioner's words, the curves under a
+    neutral name and, on request, the BUGGY code without its comments ("# no zero_grad()" names
+    the bug): none of the bug's id, file, title or card text."""
+    from bugzoo.teach.report import card_curves, index_page
 
     bugs = list_bugs()
     assert sum("#" in b.buggy for b in bugs) > 10  # the comments this test is about
-    html = index_page(bugs, "")
+    curves = card_curves(bugs, ROOT / "results", tmp_path)
+    drawn = {b.id for b in bugs if (ROOT / "results" / "curves" / f"{flat_id(b.id)}.png").is_file()}
+    assert set(curves) == drawn and len(drawn) > len(bugs) - 3  # a CUDA-only bug has none
+    assert all((tmp_path / path).is_file() for path in curves.values())
+    html = index_page(bugs, "", curves)
     for b in bugs:
         card = html.split(f"<b>{b.id}</b>: ")[0].rsplit("class=card ", 1)[1]
+        asked = card.split("<div class='answer hidden'>")[0]
+        assert not (found := named(asked, b.id)), (b.id, found)
+        if b.id in curves:
+            assert card.index("<img") < card.index("<details>"), "curves first, code on request"
         shown = card.split("<pre>")[1].split("</pre>")[0]
         assert "#" not in shown, b.id
         assert shown.strip(), b.id

@@ -112,14 +112,17 @@ def main(argv: list[str]) -> int:
     if "--help" in argv or "-h" in argv:
         print(USAGE)
     register_groups()
-    # Hydra's help copies the config store once per group it lists: with every scenario in it,
-    # that took 14 s. It lists them without scenarios (`bugzoo list scenarios` does).
-    helping = any(a in ("--help", "-h", "--hydra-help") for a in argv)
-    register_scenarios([] if helping else list_scenarios())
-    multirun = any(a in ("-m", "--multirun") for a in argv)
-    if not multirun and not any(a.startswith("-") for a in argv):
-        # raises UsageError on unknown ids, bad values or an unusable results folder
+    if not any(a.startswith("-") for a in argv):  # one run, with no Hydra flags
+        # raises UsageError on unknown ids, bad values or an unusable results folder; leaves
+        # the run's own scenario in the config store, all that Hydra's compose needs (every
+        # scenario there would cost it half a second)
         ensure_writable(compose_run(argv).harness.out_dir)
+    else:
+        # Hydra's help copies the config store once per group it lists: with every scenario
+        # in it, that took 14 s. It lists them without scenarios (`bugzoo list scenarios`
+        # does). A multirun looks its scenarios up in the store.
+        helping = any(a in ("--help", "-h", "--hydra-help") for a in argv)
+        register_scenarios([] if helping else list_scenarios())
     saved = sys.argv
     sys.argv = ["bugzoo run", *argv]
     try:

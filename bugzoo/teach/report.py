@@ -113,7 +113,52 @@ def bug_page(bug: Bug, curves: Path | None, validity: pd.DataFrame, caught: pd.D
     return page(f"bugzoo: {bug.id}", "".join(parts))
 
 
-def index_page(bugs: list[Bug], leaderboard: str) -> str:
+# what each outcome a symptom check reads looks like to the person running the training
+OBSERVED = {
+    "final_val_loss": "the validation loss at the end", "final_val_acc":
+    "the validation accuracy at the end", "best_val_acc": "the best validation accuracy",
+    "final_loss": "the training loss at the end", "initial_loss": "the loss at the first step",
+    "initial_val_loss": "the validation loss before training", "val_holdout_gap":
+    "the gap between validation accuracy and accuracy on data the run never saw",
+    "serving_gap": "the gap between accuracy as trained and accuracy as served",
+    "heap_growth_mb": "the memory the process holds", "peak_rss_mb": "the process's peak memory",
+    "data_time_frac": "the share of each step spent waiting for data",
+    "median_step_s": "the time per step", "startup_s": "the time before the first step"}
+EVENTS = {"nonfinite": "The loss becomes NaN or inf; in a working run it does not.",
+          "crashed": "The run crashes; a working run does not.",
+          "hung": "The run hangs; a working run does not."}
+
+
+def observed(bug: Bug) -> str:
+    """The symptom as a practitioner states it, from the bug's check: what moved and which way,
+    never what causes it."""
+    metric, direction = bug.check.metric, bug.check.direction
+    if direction == "event":
+        return EVENTS[metric]
+    what = OBSERVED[metric]
+    if direction == "varies":
+        return f"{what[0].upper()}{what[1:]} differs between two runs of the same seed."
+    return f"{what[0].upper()}{what[1:]} is {direction} than in a working run."
+
+
+def card_curves(bugs: list[Bug], results: Path, out: Path) -> dict[str, str]:
+    """Each bug's committed symptom curves, copied for the cards under a name that does not
+    name the bug (``cards/<n>.png``); bug id -> path relative to the index."""
+    shown = {}
+    for n, bug in enumerate(bugs, 1):
+        png = results / "curves" / f"{flat_id(bug.id)}.png"
+        if png.is_file():
+            (out / "cards").mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(png, out / "cards" / f"{n}.png")
+            shown[bug.id] = f"cards/{n}.png"
+    return shown
+
+
+def index_page(bugs: list[Bug], leaderboard: str, curves: dict[str, str] | None = None) -> str:
+    """The catalogue and its spot-the-bug cards. A card shows what was observed: the symptom in
+    a practitioner's words, then the curves; the code is a click away, and the answer (bug,
+    its own description, the fix) another."""
+    curves = curves or {}
     options = lambda values: "".join(f"<option>{esc(v)}</option>" for v in values)  # noqa: E731
     attrs = lambda b: (f"data-category='{esc(b.category)}' "  # noqa: E731
                        f"data-models='{esc(' '.join(b.models))}'")
@@ -122,10 +167,14 @@ def index_page(bugs: list[Bug], leaderboard: str) -> str:
         f"<span class=tag>{esc(b.category)}</span>{esc(b.title)}<br><small>"
         f"{esc(b.symptom)}</small></div>" for b in bugs)
     cards = "".join(
-        f"<div class=card {attrs(b)}><p><b>Symptom:</b> {esc(b.symptom)}</p>"
-        f"<p>What is wrong in this code?</p><pre>{esc(b.buggy_puzzle)}</pre>"
+        f"<div class=card {attrs(b)}><p><b>Observed:</b> {esc(observed(b))}</p>"
+        + (f"<p><img src='{esc(curves[b.id])}' alt='curves of a run that went wrong' "
+           "style='max-width:100%'></p>" if b.id in curves else "")
+        + "<details><summary>show the code</summary><p>What is wrong in this code?</p>"
+        f"<pre>{esc(b.buggy_puzzle)}</pre></details>"
         f"<button class=reveal onclick='reveal(this)'>Reveal</button>"
         f"<div class='answer hidden'><p><b>{esc(b.id)}</b>: {esc(b.title)}</p>"
+        f"<p>{esc(b.symptom)}</p>"
         f"<div class=fixed><pre>{esc(b.fixed)}</pre></div><p>{esc(b.explanation)}</p></div>"
         "</div>" for b in bugs)
     body = (
@@ -198,7 +247,8 @@ def build(results: Path, out: Path, sweep_dir: Path | None) -> Path:
         (out / "bugs" / f"{flat_id(bug.id)}.html").write_text(
             bug_page(bug, png if png.is_file() else None, validity, caught))
     index = out / "index.html"
-    index.write_text(index_page(bugs, leaderboard_html(results, out)))
+    index.write_text(index_page(bugs, leaderboard_html(results, out),
+                                card_curves(bugs, results, out)))
     return index
 
 
