@@ -21,7 +21,8 @@ def test_only_the_integration_that_needs_a_library_imports_it():
     """Read, not run: a module-level import of an optional library, or of the integration that
     holds one, only where that integration is (``import bugzoo`` and every verb need none)."""
     owners = {"lightning": "lightning", "transformers": "huggingface",
-              "tensorboard": "tensorboard", "torch.utils.tensorboard": "tensorboard"}
+              "tensorboard": "tensorboard", "torch.utils.tensorboard": "tensorboard",
+              "inspect_ai": "agent_eval"}
     for path in sorted((ROOT / "bugzoo").rglob("*.py")):
         tree = ast.parse(path.read_text())
         for node in tree.body + [n for t in tree.body if isinstance(t, ast.Try) for n in t.body]:
@@ -38,6 +39,7 @@ def test_only_the_integration_that_needs_a_library_imports_it():
 @pytest.mark.parametrize(("module", "library", "extra"), [
     ("bugzoo.integrations.lightning", "lightning.pytorch", "lightning"),
     ("bugzoo.integrations.huggingface", "transformers", "huggingface"),
+    ("bugzoo.teach.tasks.agent_eval", "inspect_ai", "agents"),
 ])
 def test_a_missing_library_names_its_extra(module, library, extra, monkeypatch):
     monkeypatch.delitem(sys.modules, module, raising=False)
