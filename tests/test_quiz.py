@@ -14,24 +14,25 @@ import pandas as pd
 from conftest import named
 
 from bugzoo.bugs import get_bug
+from bugzoo.cli import main
 from bugzoo.teach import quiz as quiz_module
 from bugzoo.teach.quiz import QuestionRuns, candidate_scenarios, distractors, sparkline
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def quiz(tmp_path, answers: str) -> tuple[str, str]:
-    out = subprocess.run(
-        [sys.executable, "-m", "bugzoo.cli", "quiz", "--model", "mlp", "-n", "2", "--seed", "4",
-         "--runs", str(tmp_path / "none"), "--cache", str(tmp_path / "cache"),
-         "--steps", "30", "--png", str(tmp_path / "png")],
-        input=answers, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr[-2000:]
-    return out.stdout, out.stderr
+def quiz_args(tmp_path) -> list[str]:
+    return ["quiz", "--model", "mlp", "-n", "2", "--seed", "4", "--runs", str(tmp_path / "none"),
+            "--cache", str(tmp_path / "cache"), "--steps", "30", "--png", str(tmp_path / "png")]
 
 
-def test_quiz_from_stdin_is_reproducible_and_scored(tmp_path):
-    first, logged = quiz(tmp_path, "Z\n")  # a wrong letter, then end of input (no answer)
+def test_quiz_from_stdin_is_reproducible_and_scored(tmp_path, monkeypatch, capsys):
+    # the first quiz as a user starts it: everything it and its runs print is read
+    done = subprocess.run([sys.executable, "-m", "bugzoo.cli", *quiz_args(tmp_path)],
+                          input="Z\n",  # a wrong letter, then end of input (no answer)
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    first, logged = done.stdout, done.stderr
     assert "Score: 0/2" in first
     right = re.findall(r"the answer is ([A-D])", first)
     assert len(right) == 2
@@ -45,7 +46,10 @@ def test_quiz_from_stdin_is_reproducible_and_scored(tmp_path):
         png = re.search(r"curves: (\S+\.png)", asked)[1]
         assert open(png, "rb").read(4) == b"\x89PNG"
         assert "BUGGY" in revealed and "FIXED" in revealed
-    again, _ = quiz(tmp_path, "\n".join(right) + "\n")  # same seed: same questions, now right
+    # same seed, its runs now cached: the same questions, now answered right
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(right) + "\n"))
+    assert main(quiz_args(tmp_path)) == 0
+    again = capsys.readouterr().out
     assert again.count("Correct!") == 2 and "Score: 2/2" in again
 
 

@@ -2,7 +2,7 @@
 
 A fresh interpreter spends seconds of CPU before it can train: importing torch, pandas, Hydra and
 the harness, and, on its first run, ``torch._inductor`` (which ``torch.use_deterministic_algorithms``
-imports). Sweep workers, one-run processes, overhead timers and task scripts are instead forked
+imports) and every bug module. Sweep workers, one-run processes, overhead timers and task scripts are instead forked
 from one server process per parent that has done these imports (``multiprocessing``'s
 ``forkserver`` start method): a new worker is ready in milliseconds, with nothing of the
 parent's state but what it is sent.
@@ -23,7 +23,10 @@ import sys
 from multiprocessing import forkserver, util
 from multiprocessing.context import BaseContext
 
-# what every worker needs before its first run; imported once, in the server
+from bugzoo.bugs import builtin_ids
+
+# what every worker needs before its first run; imported once, in the server (with the
+# built-in bug modules: importing them is most of a worker's first composition)
 PRELOAD = ["torch", "torch._inductor.config", "pandas", "bugzoo.harness.pool"]
 # set anew for every test by pytest, and read by nothing at start-up
 VOLATILE = ("PYTEST_CURRENT_TEST",)
@@ -46,7 +49,8 @@ def worker_context() -> BaseContext:
     key = environment_key()
     if key != _server_environment:
         _retire_server()
-        context.set_forkserver_preload(PRELOAD)
+        context.set_forkserver_preload(
+            PRELOAD + [f"bugzoo.bugs.{bug_id}" for bug_id in builtin_ids()])
         _server_environment = key
     _reap_retired()
     return context
