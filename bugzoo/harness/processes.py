@@ -1,18 +1,19 @@
 """Where bugzoo's worker processes come from: a fork server that has imported torch once.
 
-A fresh interpreter spends seconds of CPU before it can train: importing torch, pandas, Hydra and
-the harness, and, on its first run, ``torch._inductor`` (which ``torch.use_deterministic_algorithms``
-imports) and every bug module. Sweep workers, one-run processes, overhead timers and task scripts are instead forked
-from one server process per parent that has done these imports (``multiprocessing``'s
-``forkserver`` start method): a new worker is ready in milliseconds, with nothing of the
-parent's state but what it is sent.
+A fresh interpreter spends seconds of CPU before it can train: importing torch, pandas, Hydra
+and the harness, and, on its first run, ``torch._inductor`` (which
+``torch.use_deterministic_algorithms`` imports) and every bug module. Sweep workers, one-run
+processes, overhead timers and task scripts are instead forked from one server process per
+parent that has done these imports (``multiprocessing``'s ``forkserver`` start method): a new
+worker is ready in a fraction of a second, with nothing of the parent's state but what it is
+sent.
 
 A forked process takes its environment variables from the server, not from the parent at the
 time it starts; ``sys.path`` and the working folder it does take from the parent. So the server
-is started again whenever the parent's environment, ``sys.path`` or working folder has changed
-since it started (a test's private ``BUGZOO_ROOT``, a plug-in site on ``PYTHONPATH``, the quiz's
-``PYTHONWARNINGS``). The server does nothing but fork: it runs no torch operation, so no thread
-pool or device state is copied into a worker.
+is started again whenever the parent's environment has changed since it started (a test's
+private ``BUGZOO_ROOT``, a plug-in site on ``PYTHONPATH``, the quiz's ``PYTHONWARNINGS``). The
+server does nothing but fork: it runs no torch operation, so no thread pool or device state is
+copied into a worker.
 """
 
 from __future__ import annotations
@@ -37,16 +38,16 @@ _retired: list[int] = []  # servers of an older environment, left to exit with t
 
 def environment_key() -> int:
     """What a worker takes from its parent when it starts: environment, ``sys.path``, folder."""
-    environment = frozenset((k, v) for k, v in os.environ.items() if k not in VOLATILE)
-    return hash((environment, tuple(sys.path), os.getcwd()))
+    return hash((_environment(), tuple(sys.path), os.getcwd()))
 
 
 def worker_context() -> BaseContext:
-    """The context to start worker processes from: the fork server, started again if what it
-    would pass on is no longer this process's."""
+    """The context to start worker processes from: the fork server, started again if the
+    environment it would pass on is no longer this process's. (``sys.path`` and the working
+    folder each new worker takes from this process, as it starts.)"""
     global _server_environment
     context = multiprocessing.get_context("forkserver")
-    key = environment_key()
+    key = hash(_environment())
     if key != _server_environment:
         _retire_server()
         context.set_forkserver_preload(
@@ -54,6 +55,10 @@ def worker_context() -> BaseContext:
         _server_environment = key
     _reap_retired()
     return context
+
+
+def _environment() -> frozenset[tuple[str, str]]:
+    return frozenset((k, v) for k, v in os.environ.items() if k not in VOLATILE)
 
 
 def server_pids() -> set[int]:
