@@ -4,10 +4,9 @@ A sweep has ``workers`` slots. Ordinary (silent-bug and clean) runs go to reusab
 forked from a server that imported torch once (:mod:`bugzoo.harness.processes`), each with one
 intra-op thread. Runs that may hang or crash the interpreter (loud bugs, distributed bugs) each
 get a process of their own. Both kinds share the slots, longest runs first, so the machine stays
-busy to the end. Every run has a timeout: a run
-past it, or one whose process dies, becomes a recorded outcome (``hang`` / ``crashed``) and only
-its process is replaced. Idle workers outlive their sweep and take the next sweep of the same
-process.
+busy to the end. Every run has a timeout: a run past it, or one whose process dies, becomes a
+recorded outcome (``hang`` / ``crashed``) and only its process is replaced. Idle workers outlive
+their sweep and take the next sweep of the same process.
 
 Every run writes its own folder atomically (``bugzoo.harness.store.write_run``), from the
 process that ran it: a killed sweep loses nothing that had completed.
