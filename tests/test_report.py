@@ -165,3 +165,14 @@ def test_bug_pages_fall_back_to_the_published_per_bug_table(results):
     build(results, results / "report", results / "runs" / "bench")
     page = (results / "report" / "bugs" / "double_softmax.html").read_text()
     assert "Detectors that catch it" in page and "ce_probabilities" in page
+
+
+def test_every_outcome_a_check_reads_has_a_practitioners_words():
+    """A card's symptom line comes from the bug's check: a new outcome needs its words."""
+    from bugzoo.bugs.base import OUTCOMES
+    from bugzoo.teach.catalogue import OUTCOME_WORDS, observed
+
+    assert set(OUTCOME_WORDS) == set(OUTCOMES)
+    assert {observed(b) for b in list_bugs()} >= {
+        "The validation loss at the end is higher than in a working run.",
+        "The run shows a crash; a working run does not."}

@@ -6,7 +6,7 @@ import textwrap
 
 import pandas as pd
 
-from bugzoo.bugs import BUGS, get_bug, list_bugs
+from bugzoo.bugs import BUGS, Bug, get_bug, list_bugs
 from bugzoo.detector_registry import DETECTORS, detector_class
 from bugzoo.errors import ArgumentParser, unknown_choice
 from bugzoo.judge.tables import markdown
@@ -71,6 +71,38 @@ def list_main(argv: list[str]) -> int:
     else:
         print(markdown(table) if args.markdown else table.to_string(index=False))
     return 0
+
+
+# what each outcome a symptom check reads is, in the words of the person running the training
+OUTCOME_WORDS = {
+    "final_val_loss": "validation loss at the end",
+    "final_val_acc": "validation accuracy at the end",
+    "best_val_acc": "best validation accuracy",
+    "final_loss": "training loss at the end",
+    "initial_loss": "training loss at the first step",
+    "initial_val_loss": "validation loss before training",
+    "val_holdout_gap": "validation accuracy minus accuracy on data the run never saw",
+    "serving_gap": "accuracy as trained minus accuracy as served",
+    "heap_growth_mb": "memory the process holds",
+    "peak_rss_mb": "peak memory of the process",
+    "data_time_frac": "share of each step spent waiting for data",
+    "median_step_s": "time per step",
+    "startup_s": "time before the first step",
+    "nonfinite": "NaN or inf in the loss or gradients",
+    "crashed": "crash",
+    "hung": "hang",
+}
+
+
+def observed(bug: Bug) -> str:
+    """The bug's symptom as a practitioner states it, from its check: what moved and which way,
+    never what causes it."""
+    what, direction = OUTCOME_WORDS[bug.check.metric], bug.check.direction
+    if direction == "event":
+        return f"The run shows a {what}; a working run does not."
+    if direction == "varies":
+        return f"The {what} differs between two runs of the same seed."
+    return f"The {what} is {direction} than in a working run."
 
 
 def bug_card(bug_id: str) -> str:

@@ -2,9 +2,10 @@
 
 The scripts are plain PyTorch (no bugzoo import): tiny inline data, model and loop, ending with
 ``SYMPTOM <metric>=<value>``. ``--blind KEYFILE`` writes them as ``a.py`` and ``b.py`` with
-neutral headers and comments, and which one is buggy to ``KEYFILE`` only. The fixed script is a per-model template
-(``bugzoo.teach.reproducers``); the buggy one is the same script plus the bug's small patch,
-its :class:`~bugzoo.bugs.Delta`, which lives beside its plant in the bug's module.
+neutral headers and comments, and which one is buggy to ``KEYFILE`` only. The fixed script is a
+per-model template (``bugzoo.teach.reproducers``); the buggy one is the same script plus the
+bug's small patch, its :class:`~bugzoo.bugs.Delta`, which lives beside its plant in the bug's
+module.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from string import Template
 
 from bugzoo.bugs import Delta, get_bug
-from bugzoo.errors import ArgumentParser, UsageError
+from bugzoo.errors import ArgumentParser, UsageError, unknown_choice
 from bugzoo.scenarios import get_scenario, list_scenarios, scenario_id
 from bugzoo.teach import reproducers
 
@@ -39,6 +40,15 @@ def supported() -> list[str]:
     return sorted(s.id for s in list_scenarios() if s.bug and s.model in models
                   and s.id == scenario_id(s.model, s.bug)
                   and s.model in get_bug(s.bug).reproducers)
+
+
+def exportable(scenarios: list[str] | None) -> list[str]:
+    """``scenarios``, each checked to export (an id that does not is a one-line error naming
+    those that do); all the exportable ones when ``None``."""
+    for scenario in scenarios or ():
+        if scenario not in supported():
+            raise unknown_choice("exportable scenario", scenario, supported())
+    return scenarios or supported()
 
 
 def render(scenario: str) -> dict[str, str]:

@@ -22,6 +22,7 @@ from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
 from bugzoo.judge.outcomes import outcomes
 from bugzoo.judge.scoring import bug_board
+from bugzoo.teach.catalogue import observed
 
 log = logging.getLogger(__name__)
 
@@ -111,34 +112,6 @@ def bug_page(bug: Bug, curves: Path | None, validity: pd.DataFrame, caught: pd.D
         parts += ["<h2>Detectors that catch it</h2>",
                   table_html(mine.sort_values("hits", ascending=False))]
     return page(f"bugzoo: {bug.id}", "".join(parts))
-
-
-# what each outcome a symptom check reads looks like to the person running the training
-OBSERVED = {
-    "final_val_loss": "the validation loss at the end", "final_val_acc":
-    "the validation accuracy at the end", "best_val_acc": "the best validation accuracy",
-    "final_loss": "the training loss at the end", "initial_loss": "the loss at the first step",
-    "initial_val_loss": "the validation loss before training", "val_holdout_gap":
-    "the gap between validation accuracy and accuracy on data the run never saw",
-    "serving_gap": "the gap between accuracy as trained and accuracy as served",
-    "heap_growth_mb": "the memory the process holds", "peak_rss_mb": "the process's peak memory",
-    "data_time_frac": "the share of each step spent waiting for data",
-    "median_step_s": "the time per step", "startup_s": "the time before the first step"}
-EVENTS = {"nonfinite": "The loss becomes NaN or inf; in a working run it does not.",
-          "crashed": "The run crashes; a working run does not.",
-          "hung": "The run hangs; a working run does not."}
-
-
-def observed(bug: Bug) -> str:
-    """The symptom as a practitioner states it, from the bug's check: what moved and which way,
-    never what causes it."""
-    metric, direction = bug.check.metric, bug.check.direction
-    if direction == "event":
-        return EVENTS[metric]
-    what = OBSERVED[metric]
-    if direction == "varies":
-        return f"{what[0].upper()}{what[1:]} differs between two runs of the same seed."
-    return f"{what[0].upper()}{what[1:]} is {direction} than in a working run."
 
 
 def card_curves(bugs: list[Bug], results: Path, out: Path) -> dict[str, str]:

@@ -22,11 +22,11 @@ from scipy import stats
 
 from bugzoo.bugs import get_bug
 from bugzoo.commands import command_line
-from bugzoo.errors import ArgumentParser, unknown_choice
+from bugzoo.errors import ArgumentParser
 from bugzoo.judge.tables import markdown
 from bugzoo.judge.validity import ALPHA, VALIDITY_SEEDS, compare
 from bugzoo.scenarios import get_scenario
-from bugzoo.teach.export import supported
+from bugzoo.teach.export import exportable
 from bugzoo.teach.tasks.make import empty_folder
 from bugzoo.teach.tasks.runner import ScriptProcess
 from bugzoo.teach.tasks.script import task_scripts
@@ -93,12 +93,10 @@ def main(argv: list[str]) -> int:
     p.add_argument("--out", type=Path, default=Path("results"),
                    help="where validity_exported.md and .csv go")
     args = p.parse_args(argv)
-    for scenario in args.scenarios or ():
-        if scenario not in supported():
-            raise unknown_choice("exportable scenario", scenario, supported())
+    scenarios = exportable(args.scenarios)
     with tempfile.TemporaryDirectory() as scratch:
         work = empty_folder(args.work, "work folder") if args.work else Path(scratch)
-        table = validate_exports(args.scenarios or supported(), work)
+        table = validate_exports(scenarios, work)
     args.out.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out / "validity_exported.csv", index=False)
     text = report(table, command_line("task validate", argv))

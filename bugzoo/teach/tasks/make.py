@@ -22,16 +22,14 @@ from matplotlib.figure import Figure
 from bugzoo.bugs import get_bug, list_bugs
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.scenarios import get_scenario
+from bugzoo.teach.catalogue import OUTCOME_WORDS
 from bugzoo.teach.export import supported
 from bugzoo.teach.tasks.runner import ScriptProcess, Trained
 from bugzoo.teach.tasks.script import family, settings, task_scripts
 
 GRADE_SEEDS = (0, 1, 2, 3, 4)
 # what REPORT.md shows for every task, in the same order: outcomes a practitioner looks at
-OBSERVED = {"final_val_loss": "validation loss at the end", "final_val_acc":
-            "validation accuracy at the end", "initial_loss": "training loss at the first step",
-            "val_holdout_gap": "validation accuracy minus accuracy on a fresh holdout set",
-            "nonfinite": "a NaN or inf in the loss or gradients (1 = yes)"}
+REPORTED = ("final_val_loss", "final_val_acc", "initial_loss", "val_holdout_gap", "nonfinite")
 
 
 def categories() -> list[str]:
@@ -65,10 +63,12 @@ def report(description: str, metric: str, now: Trained, before: Trained) -> str:
     """REPORT.md: the run's outcomes beside last month's, the declared one first."""
     def shown(value: float | None) -> str:
         return "-" if value is None or not math.isfinite(value) else f"{value:.4g}"
-    headline = (f"The {OBSERVED[metric]} is **{shown(now.observed.get(metric))}**; last month's "
-                f"version of this script reached **{shown(before.observed.get(metric))}**.")
-    rows = [f"| {label} | {shown(now.observed.get(key))} | {shown(before.observed.get(key))} |"
-            for key, label in OBSERVED.items()]
+    headline = (f"The {OUTCOME_WORDS[metric]} is **{shown(now.observed.get(metric))}**; last "
+                f"month's version of this script reached "
+                f"**{shown(before.observed.get(metric))}**.")
+    rows = [f"| {OUTCOME_WORDS[key]}{' (1 = yes)' if key == 'nonfinite' else ''} | "
+            f"{shown(now.observed.get(key))} | {shown(before.observed.get(key))} |"
+            for key in REPORTED]
     crashed = f"\n\nThe run stopped with an error: `{now.error}`." if now.error else ""
     return f"""# Training report
 

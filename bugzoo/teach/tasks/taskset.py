@@ -6,8 +6,8 @@ joins the set only when the grader tells its buggy script from its fixed one: th
 script, handed in as a fix, must be judged not healthy. The others are listed with why;
 ``results/tasks.md`` holds both lists.
 
-``bugzoo task agents --set DIR`` runs each solver (:mod:`~bugzoo.teach.tasks.solvers`) on every task of the set, grades it, and
-writes ``results/agents.md`` and ``results/agents.csv``. Rates are over tasks (one task per
+``bugzoo task agents --set DIR`` runs each solver (:mod:`~bugzoo.teach.tasks.solvers`) on
+every task of the set, grades it, and writes ``results/agents.md`` and ``results/agents.csv``. Rates are over tasks (one task per
 bug), each with a 95% Clopper-Pearson interval.
 """
 
@@ -28,7 +28,7 @@ from bugzoo.commands import command_line
 from bugzoo.errors import ArgumentParser, UsageError, unknown_choice
 from bugzoo.judge.stats import clopper_pearson
 from bugzoo.judge.tables import markdown
-from bugzoo.teach.export import supported
+from bugzoo.teach.export import exportable
 from bugzoo.teach.tasks.grade import Grade, grade
 from bugzoo.teach.tasks.make import empty_folder, make_task
 from bugzoo.teach.tasks.solvers import SOLVERS, noop
@@ -138,10 +138,7 @@ def set_main(argv: list[str]) -> int:
     p.add_argument("--seed", type=int, default=0, help="seeds the task order and eval seeds")
     p.add_argument("--results", type=Path, default=RESULTS, help="where tasks.md goes")
     args = p.parse_args(argv)
-    for scenario in args.scenarios or ():
-        if scenario not in supported():
-            raise unknown_choice("exportable scenario", scenario, supported())
-    index = build_set(args.out, args.scenarios or supported(), args.seed)
+    index = build_set(args.out, exportable(args.scenarios), args.seed)
     args.results.mkdir(parents=True, exist_ok=True)
     (args.results / "tasks.md").write_text(set_tables(index, command_line("task set", argv)))
     print(f"{int(index['in_set'].sum())} of {len(index)} scenarios are tasks -> {args.out}; "
