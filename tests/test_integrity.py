@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import os
 import subprocess
 import sys
 
@@ -97,7 +98,9 @@ def test_every_strategy_that_detects_nothing_scores_about_zero(test_split):
     assert board.loc["suite: built-ins", "score"] > 0.5
 
 
-def test_the_test_split_draws_and_records_fresh_seeds(test_split):
+def test_the_test_split_draws_and_records_fresh_seeds(test_split, request):
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # grouped with the fixture's other tests
+        assert request.node.nodeid.endswith("@test_integrity:test_split"), request.node.nodeid
     split = pd.read_json(test_split / "split.json", typ="series")
     assert split["name"] == "test" and len(split["seeds"]) == 3
     assert not set(split["seeds"]) & {0, 1, 2, 3, 4}  # not the published dev seeds (2**31 draw)
