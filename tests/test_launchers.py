@@ -3,6 +3,11 @@ identically whether the basic, joblib or submitit_local launcher runs it."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import re
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +18,7 @@ import yaml
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
+from bugzoo.cli import main as cli_main
 from bugzoo.config import CONF_DIR, compose_run
 from bugzoo.detector_registry import DETECTORS
 from bugzoo.harness import store
@@ -135,3 +141,98 @@ def test_slurm_launcher_config_composes():
     assert launcher._target_.endswith("SlurmLauncher")
     assert (launcher.partition, launcher.timeout_min, launcher.array_parallelism) == ("gpu", 30, 64)
     assert launcher.submitit_folder == "/shared/bugzoo/hydra/.submitit/%j"
+
+
+# ----------------------------------------------------------------------------- bench --launcher
+BENCH = ["--scenarios", "mlp-lr_too_high", "mlp-double_softmax", "--seeds", "0",
+         "--detectors", "nonfinite,loss_plateau", "--no-overhead", "--no-progress",
+         "--workers", "1", "harness.steps=20", "harness.eval_interval=10"]
+
+
+def bench(out: Path, *extra: str) -> int:
+    with contextlib.redirect_stdout(io.StringIO()):
+        return cli_main(["bench", *BENCH, "--out", str(out), *extra])
+
+
+def test_bench_through_submitit_local_scores_as_the_local_pool_and_resumes(tmp_path):
+    """The bench's own plan (buggy runs, their twins, detectors) as 2 submitit_local jobs gives
+    the local pool's board; a run lost from the folder is the only one a rerun (on joblib)
+    makes."""
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
+    sweeps = {"pool": tmp_path / "pool", "submitit": tmp_path / "submitit"}
+    assert bench(sweeps["pool"]) == 0
+    assert bench(sweeps["submitit"], "--launcher", "submitit_local", "--jobs", "2",
+                 "hydra.launcher.timeout_min=10") == 0
+    pool, cluster = runs(sweeps["pool"]), runs(sweeps["submitit"])
+    assert set(pool) == set(cluster) == {f"{s}/seed0{tag}" for s in BENCH[1:3]
+                                         for tag in ("", ".control")}
+    for key, path in cluster.items():
+        a, b = store.read_summary(pool[key]), store.read_summary(path)
+        assert (a["trace_digest"], a["outcome"]) == (b["trace_digest"], b["outcome"]), key
+    boards = {name: without_timing(pd.read_csv(path / "leaderboard.csv"))
+              for name, path in sweeps.items()}
+    assert set(boards["pool"]["detector"]) >= {"nonfinite", "loss_plateau"}
+    pd.testing.assert_frame_equal(boards["pool"], boards["submitit"])
+    jobs = sorted((sweeps["submitit"] / ".launch").glob("*/.submitit/*/*_result.pkl"))
+    assert len(jobs) == 2, jobs  # two jobs, each with its share
+
+    lost = cluster["mlp-double_softmax/seed0.control"]
+    kept = {key: path.joinpath("summary.json").stat().st_mtime_ns
+            for key, path in cluster.items() if path != lost}
+    shutil.rmtree(lost)
+    # joblib's workers start their children with a method of their own (loky)
+    assert bench(sweeps["submitit"], "--launcher", "joblib", "hydra.launcher.n_jobs=1") == 0
+    assert store.is_complete(lost)
+    assert kept == {key: path.joinpath("summary.json").stat().st_mtime_ns
+                    for key, path in runs(sweeps["submitit"]).items() if path != lost}
+    pd.testing.assert_frame_equal(
+        boards["pool"],
+        without_timing(pd.read_csv(sweeps["submitit"] / "leaderboard.csv")))
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--launcher", "slurmm"], "unknown launcher 'slurmm'"),
+    (["--jobs", "2"], "--jobs configure"),
+    (["hydra.launcher.partition=gpu"], "hydra.* items configure"),
+    (["--launcher", "basic", "--jobs", "0"], "--jobs must be between 1"),
+    (["--launcher", "submitit_local", "hydra.launcher.partiton=gpu"],
+     "launcher submitit_local cannot take hydra.launcher.partiton=gpu"),
+])
+def test_bench_launcher_mistakes_are_one_line(tmp_path, argv, expected):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = cli_main(["bench", "--scenarios", "mlp-double_softmax", "--out", str(tmp_path / "b"),
+                         *argv])
+    assert code == 2 and expected in err.getvalue(), err.getvalue()
+    assert len(err.getvalue().strip().splitlines()) == 1, err.getvalue()
+    assert not (tmp_path / "b").exists()  # refused before the sweep folder was made
+
+
+def test_runs_a_failed_job_did_not_store_fail_the_bench_without_a_board(
+        tmp_path, monkeypatch, capsys):
+    from bugzoo.harness import launch
+
+    def broken(tasks, workers):
+        raise OSError("node lost")
+        yield
+
+    monkeypatch.setattr(launch, "run_tasks", broken)
+    assert bench(tmp_path / "b", "--launcher", "basic") == 1
+    err = capsys.readouterr().err
+    assert "4 of 4 runs are not stored" in err and "Run the same command again" in err
+    assert not (tmp_path / "b" / "leaderboard.csv").exists()  # no board from a partial sweep
+
+
+def test_the_documented_cluster_benches_are_valid_commands():
+    from bugzoo.judge.bench import check_launcher_options, parse
+
+    root = Path(__file__).parents[1]
+    found = []
+    for doc in (root / "README.md", root / "docs" / "pages" / "scaling.md"):
+        for block in re.findall(r"```bash\n(bugzoo bench .*?)```", doc.read_text(), re.S):
+            argv = shlex.split(block.replace("\\\n", " "))[2:]
+            args, overrides, launcher = parse(argv)
+            check_launcher_options(args, launcher)
+            found.append((args.launcher, args.jobs, args.split))
+    assert found and all(f == ("submitit_slurm", 40, "test") for f in found), found

@@ -16,6 +16,7 @@ does what is missing (a test sweep keeps the seeds it drew).
 
 from __future__ import annotations
 
+import argparse
 import logging
 import time
 from pathlib import Path
@@ -26,9 +27,12 @@ from bugzoo.commands import command_line
 from bugzoo.detector_registry import SELECTORS, select_detectors
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
+from bugzoo.harness.launch import LAUNCH_DIR, check_launcher, launch
 from bugzoo.harness.sweep import (
+    MAX_WORKERS,
     QUICK_OVERRIDES,
     Split,
+    is_done,
     plan_runs,
     remove_partial,
     run_timeout,
@@ -84,6 +88,18 @@ def measure_overhead(out: Path, models: list[str], detectors: list[str], workers
         tmp.replace(path)
 
 
+def check_launcher_options(args: argparse.Namespace, launcher_overrides: list[str]) -> None:
+    """``--launcher``, ``--jobs`` and ``hydra.*`` items go together, and must be valid."""
+    if not args.launcher:
+        if given := [o for o, v in (("--jobs", args.jobs), ("hydra.* items", launcher_overrides))
+                     if v]:
+            raise UsageError(f"{' and '.join(given)} configure a launcher: add --launcher NAME")
+        return
+    if args.jobs is not None and not 1 <= args.jobs <= MAX_WORKERS:
+        raise UsageError(f"--jobs must be between 1 and {MAX_WORKERS}, got {args.jobs}")
+    check_launcher(args.launcher, launcher_overrides)
+
+
 def _parser() -> ArgumentParser:
     p = ArgumentParser(
         prog="bugzoo bench", parents=[sweep_parser()],
@@ -106,20 +122,35 @@ def _parser() -> ArgumentParser:
     p.add_argument("--sweep", help="sweep name (default: bench, or quick with --quick)")
     p.add_argument("--out", help="sweep folder (default: results/runs/<sweep>); with "
                    "--replay, where the tables go (default: printed only)")
+    p.add_argument("--launcher", metavar="NAME",
+                   help="run the plan through this Hydra launcher (basic, joblib, "
+                   "submitit_local, submitit_slurm) as --jobs jobs of --workers workers each, "
+                   "configured by hydra.launcher.KEY=VALUE items (default: this machine's pool)")
+    p.add_argument("--jobs", type=int,
+                   help="with --launcher: how many jobs the runs are cut into, of about equal "
+                   "cost (default: 1)")
     p.add_argument("--replay", metavar="DIR",
                    help="the same as `bugzoo replay DIR`: train nothing, score the "
                    "observation-only detectors on the runs stored in DIR")
     return p
 
 
+def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str], list[str]]:
+    """The options, the run-setting overrides, and the launcher's ``hydra.*`` overrides:
+    KEY=VALUE items wherever they stand (after --detectors too)."""
+    items = [a for a in argv if "=" in a and not a.startswith("-")]
+    args = _parser().parse_args([a for a in argv if a not in items])
+    hydra_items = [o for o in items if o.startswith("hydra.")]
+    return args, [o for o in items if o not in hydra_items], hydra_items
+
+
 def main(argv: list[str]) -> int:
-    # KEY=VALUE items are run-setting overrides wherever they stand (after --detectors too)
-    overrides = [a for a in argv if "=" in a and not a.startswith("-")]
-    args = _parser().parse_args([a for a in argv if a not in overrides])
+    args, overrides, launcher_overrides = parse(argv)
     if args.replay:
         if given := [o for o, v in (("KEY=VALUE", overrides), ("--quick", args.quick),
                                     ("--scenarios", args.scenarios), ("--seeds", args.seeds),
-                                    ("--sweep", args.sweep)) if v]:
+                                    ("--sweep", args.sweep), ("--launcher", args.launcher))
+                     if v]:
             raise UsageError(f"--replay scores stored runs as they are: it takes --detectors "
                              f"and --out only, not {', '.join(given)}")
         print(replay_bench(Path(args.replay), args.detectors,
@@ -128,6 +159,7 @@ def main(argv: list[str]) -> int:
     if args.split == "test" and (args.seeds or args.quick):
         raise UsageError("--split test draws its own seeds: it takes neither --seeds nor "
                          "--quick")
+    check_launcher_options(args, launcher_overrides)
     options = sweep_options(args, "0" if args.quick else BENCH_SEEDS)
     name = args.sweep or ("quick" if args.quick else "bench")
     chosen = select_detectors(args.detectors)
@@ -148,15 +180,25 @@ def main(argv: list[str]) -> int:
              "controls, detectors %s, %d workers -> %s", name, split.name, len(scenarios),
              len(split.seeds), ", ".join(chosen), options.workers, out)
     start = time.perf_counter()
-    outcomes = sweep(tasks, options.workers, progress=options.progress)
+    if args.launcher:
+        todo = [t for t in tasks if not is_done(t)]
+        outcomes = launch(todo, out, args.launcher, launcher_overrides, args.jobs or 1,
+                          options.workers)
+    else:
+        outcomes = sweep(tasks, options.workers, progress=options.progress)
     log.info("runs made now: %s", ", ".join(f"{n} {outcome}" for outcome, n in outcomes.items())
              or "none (all complete)")
+    if args.launcher and (missing := [t for t in tasks if not is_done(t)]):
+        log.error("%d of %d runs are not stored (their %s jobs failed; logs in %s). Run the "
+                  "same command again to make only those.", len(missing), len(tasks),
+                  args.launcher, out / LAUNCH_DIR)
+        return 1
     if not args.no_overhead:
         measure_overhead(out, sorted({s.model for s in scenarios}), chosen, options.workers,
                          QUICK_OVERHEAD_BLOCKS if args.quick else OVERHEAD_BLOCKS,
                          options.progress)
     store.add_sweep_time(out, time.perf_counter() - start, sum(outcomes.values()),
-                         options.workers)
+                         options.workers * (args.jobs or 1))
     print(score_sweep(out, command=f"bugzoo score {out}"))
     if args.quick:
         print("`bugzoo bench --quick` is a smoke test: it checks that benching works, on a "

@@ -1,0 +1,154 @@
+"""A sweep's plan run through a Hydra launcher: ``bugzoo bench --launcher NAME``.
+
+The bench plans its runs as always (controls, healthy variants, seeds, split, detectors). Here
+the runs not stored yet are cut into ``jobs`` shares of about equal expected cost, and each
+share becomes one job of a Hydra multirun of the small application below. The job runs its
+share with the sweep's own worker pool (:func:`~bugzoo.harness.pool.run_tasks`), so a hang or a
+crash is recorded exactly as on one machine. Every job writes its run folders into the one sweep
+folder, so the results merge by construction; a run whose job died is simply not stored, and
+the same command run again makes only what is missing.
+
+One job per share, not per run: a job pays an interpreter start and the torch import, and on a
+cluster a scheduler slot, which a share of many runs pays once. The plan travels to the jobs as a
+pickle in ``<sweep>/.launch/``, beside Hydra's and submitit's logs.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import multiprocessing
+import pickle
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import hydra
+from hydra import compose, initialize
+from hydra.core.config_store import ConfigStore
+from hydra.core.global_hydra import GlobalHydra
+from hydra.errors import HydraException
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+from bugzoo.errors import UsageError, unknown_choice
+from bugzoo.harness import store
+from bugzoo.harness.pool import RunTask, run_tasks
+
+log = logging.getLogger(__name__)
+
+LAUNCH_DIR = ".launch"  # in the sweep folder: the plans, and Hydra's and submitit's job logs
+JOB_CONFIG = "bugzoo_bench_job"
+STANDARD_STARTS = ("fork", "spawn", "forkserver")  # multiprocessing's own start methods
+SLACK_MIN = 10  # a submitit job's time limit above its share's worst case (start-up, writing)
+
+
+@dataclass
+class BenchJob:
+    """One launcher job: the plan file, which share of it, and the workers that run it."""
+
+    plan: str = MISSING
+    job: int = 0
+    workers: int = 1
+
+
+ConfigStore.instance().store(name=JOB_CONFIG, node=BenchJob)
+
+
+def launchers() -> list[str]:
+    """The Hydra launchers installed here (``hydra/launcher`` choices, plug-ins included)."""
+    with _hydra():
+        return GlobalHydra.instance().config_loader().get_group_options("hydra/launcher")
+
+
+def check_launcher(name: str, overrides: list[str]) -> None:
+    """Refuse an unknown launcher, or ``hydra.*`` overrides it cannot take, in one line."""
+    if name not in (choices := launchers()):
+        raise unknown_choice("launcher", name, choices)
+    try:
+        with _hydra():
+            compose(JOB_CONFIG, overrides=[f"hydra/launcher={name}", *overrides],
+                    return_hydra_config=True)
+    except HydraException as e:
+        first = str(e).strip().splitlines()[0]
+        raise UsageError(f"launcher {name} cannot take {' '.join(overrides)}: {first}") from None
+
+
+def shares(tasks: list[RunTask], jobs: int) -> list[list[RunTask]]:
+    """``tasks`` cut into at most ``jobs`` shares of about equal expected cost (longest first,
+    each to the lightest share so far); no share is empty."""
+    cut: list[list[RunTask]] = [[] for _ in range(min(jobs, len(tasks)))]
+    load = [0.0] * len(cut)
+    for task in sorted(tasks, key=lambda t: t.expected_cost, reverse=True):
+        lightest = load.index(min(load))
+        cut[lightest].append(task)
+        load[lightest] += task.expected_cost
+    return cut
+
+
+def launch(tasks: list[RunTask], out: Path, launcher: str, overrides: list[str], jobs: int,
+           workers: int) -> Counter:
+    """Run ``tasks`` as ``jobs`` jobs of ``launcher``, each on ``workers`` workers, and wait
+    for them; returns a count of the outcomes stored now (runs a failed job did not store are
+    missing from it, and from the sweep folder)."""
+    cut = shares(tasks, jobs)
+    if not cut:
+        return Counter()
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S-%f")
+    folder = out.resolve() / LAUNCH_DIR / stamp
+    folder.mkdir(parents=True)
+    plan = folder / "plan.pkl"
+    plan.write_bytes(pickle.dumps(cut))
+    log.info("launching %d runs as %d %s jobs of %d workers each (logs: %s)", len(tasks),
+             len(cut), launcher, workers, folder)
+    # the basic launcher runs its jobs in this process, whose logging stays as it is
+    job_logging = "none" if launcher == "basic" else "stdout"
+    argv = ["-m", f"plan={plan}", f"job=range(0,{len(cut)})", f"workers={workers}",
+            f"hydra/launcher={launcher}", f"hydra.sweep.dir={folder}",
+            f"hydra/job_logging={job_logging}", "hydra/hydra_logging=none",
+            *_time_limit(launcher, overrides, cut, workers), *overrides]
+    saved = sys.argv
+    sys.argv = ["bugzoo bench", *argv]
+    try:
+        _job_entry()
+    except SystemExit as e:  # Hydra's report of a job that failed (printed above it)
+        if e.code:
+            log.error("%s reported a failed job; the runs it did not store are missing",
+                      launcher)
+    finally:
+        sys.argv = saved
+    return Counter(store.read_summary(t.path)["outcome"] for t in tasks
+                   if store.is_complete(t.path))
+
+
+def _time_limit(launcher: str, overrides: list[str], cut: list[list[RunTask]],
+                workers: int) -> list[str]:
+    """A submitit job's time limit, unless one is given: its share's worst case, every run
+    sitting out its timeout (submitit's own default, an hour, would end a long share)."""
+    if not launcher.startswith("submitit") or any(
+            o.startswith("hydra.launcher.timeout_min=") for o in overrides):
+        return []
+    worst = max(math.ceil(len(share) / workers) * share[0].timeout_s for share in cut)
+    return [f"hydra.launcher.timeout_min={math.ceil(worst / 60) + SLACK_MIN}"]
+
+
+def _hydra():
+    GlobalHydra.instance().clear()
+    return initialize(version_base="1.3", config_path=None)
+
+
+@hydra.main(config_path=None, config_name=JOB_CONFIG, version_base="1.3")
+def _job_entry(cfg: DictConfig) -> None:
+    """One job: run its share of the plan on the sweep's pool, printing each run's outcome."""
+    job = OmegaConf.to_object(cfg)
+    if multiprocessing.get_start_method(allow_none=True) not in (None, *STANDARD_STARTS):
+        # joblib's workers set their own (loky), which the pool's children cannot restore
+        multiprocessing.set_start_method(None, force=True)
+    share = pickle.loads(Path(job.plan).read_bytes())[job.job]
+    try:
+        for record in run_tasks(share, job.workers):
+            print(f"{record['scenario']} {Path(record['path']).name}: {record['outcome']}",
+                  flush=True)
+    except Exception:  # the runs it did not store stay missing; a rerun makes them
+        log.exception("job %d of %s stopped", job.job, job.plan)
