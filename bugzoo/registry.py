@@ -68,8 +68,7 @@ class Registry:
         if name in self.builtins():
             return OWN_DISTRIBUTION, __version__
         self.check(name)
-        dist = self.entry_points()[name].dist
-        return (dist.name, dist.version) if dist is not None else ("unknown", "")
+        return _provider(self.kind, self.group, tuple(sys.path), name)
 
     def is_own(self, name: str) -> bool:
         """Whether ``name`` ships with bugzoo (a built-in, or an entry point of bugzoo's own
@@ -80,6 +79,14 @@ class Registry:
 def distribution_of(ep: EntryPoint) -> str:
     """``package <name> <version>``: who installed an entry point, for messages."""
     return f"package {ep.dist.name} {ep.dist.version}" if ep.dist else "an unknown package"
+
+
+@functools.lru_cache(maxsize=1024)
+def _provider(kind: str, group: str, path: tuple[str, ...], name: str) -> tuple[str, str]:
+    """Cached per ``sys.path`` as the scan is: a distribution's name and version are read from
+    its metadata file on every access, and every run asks for each watching detector's."""
+    dist = _entry_points(kind, group, path)[name].dist
+    return (dist.name, dist.version) if dist is not None else ("unknown", "")
 
 
 @functools.lru_cache(maxsize=16)

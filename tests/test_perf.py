@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pandas as pd
 import pytest
 
@@ -58,3 +60,50 @@ def test_anomaly_mode_of_one_variant_does_not_leak_into_the_others():
     bare.block(1)
     watched.close()
     assert seen == [True, False] and not torch.is_anomaly_enabled()
+
+
+def test_the_stopwatch_gives_each_phase_its_own_time_and_puts_the_code_back():
+    from bugzoo.judge import sweep_profile
+    from bugzoo.train import Trainer
+
+    watch = sweep_profile.Stopwatch()
+
+    def inner():
+        time.sleep(0.03)
+
+    timed_inner = watch.wrap("inner", inner)
+
+    def outer():
+        time.sleep(0.02)
+        timed_inner()
+
+    watch.wrap("outer", outer)()
+    assert 0.02 <= watch.seconds["outer"] < 0.03 <= watch.seconds["inner"] < 0.045
+    absorbing = next(iter(sweep_profile.ABSORBING))
+    watch.wrap(absorbing, outer)()  # what runs inside the twin run is the twin run's
+    assert watch.seconds[absorbing] >= 0.05 and watch.seconds["inner"] < 0.045
+
+    original = Trainer.__dict__["run_step"]
+    with sweep_profile.stopwatch():
+        assert Trainer.__dict__["run_step"] is not original
+    assert Trainer.__dict__["run_step"] is original
+
+
+def test_the_profile_splits_the_runs_and_the_slots_without_remainder(perf_out):
+    assert main(["perf", "profile", "--scenarios", "mlp-double_softmax", "--workers", "2",
+                 "--no-progress", "--out", str(perf_out)]) == 0
+    phases = pd.read_csv(perf_out / "profile.csv").set_index("phase")
+    total, parts = phases.iloc[-1], phases.iloc[:-1]
+    assert phases.index[-1] == "all 2 pooled runs"  # the bug beside its disarmed twin
+    assert parts["seconds"].sum() == pytest.approx(total["seconds"], abs=0.05)
+    assert (parts["seconds"] >= 0).all()
+    assert parts.loc["training steps", "seconds"] > parts.loc["writing the run folder "
+                                                              "(Parquet, JSON)", "seconds"] > 0
+    assert parts.loc["detector calls", "seconds"] > 0  # the default detectors watched
+    slots = pd.read_csv(perf_out / "profile_sweep.csv").set_index("part")["seconds"]
+    assert slots["slot time (wall x workers)"] == pytest.approx(2 * slots["wall time"], abs=0.1)
+    assert (slots["held by pooled runs"] + slots.filter(like="held by isolated").sum()
+            + slots.filter(like="idle").sum()) == pytest.approx(
+                slots["slot time (wall x workers)"], abs=0.2)
+    assert "bugzoo perf profile --scenarios mlp-double_softmax" in (
+        perf_out / "profile.md").read_text()

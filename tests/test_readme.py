@@ -365,3 +365,32 @@ def moves_table() -> str:
 
 def test_the_moves_from_0_1_are_both_boards():
     assert moves_table() in SCORING, "the moves table should read:\n" + moves_table()
+
+
+def test_the_sweep_profile_and_efficiency_are_quoted_as_measured():
+    """Speed's profile section and row (c) are ``results/perf/profile*.csv`` and ``sweep.csv``."""
+    phases = pd.read_csv(RESULTS / "perf" / "profile.csv").set_index("phase")["share"]
+    slots = pd.read_csv(RESULTS / "perf" / "profile_sweep.csv").set_index("part")
+
+    def phase(start: str) -> str:
+        return f"{phases[next(p for p in phases.index if p.startswith(start))]:.0%}"
+
+    def slot(start: str, column: str = "share_of_slots") -> float:
+        return float(slots.loc[next(p for p in slots.index if p.startswith(start)), column])
+
+    text = flat(SPEED)
+    assert f"The {phases.index[-1].split()[1]} pooled runs, one after another" in text
+    assert (f"training steps take {phase('training steps')} of their time, telemetry "
+            f"{phase('telemetry')}, the detectors' calls {phase('detector calls')}, Hydra's "
+            f"composition {phase('composition')} and the loop's own code between the phases "
+            f"{phase('the rest')}") in text
+    assert {phase(p) for p in ("build", "evaluation", "the twin run", "writing")} == {"1%"}
+    assert phase("data generation") == "0%"
+    assert (f"pooled runs hold {slot('held by pooled'):.0%} of the slot time (wall time x "
+            f"workers), isolated runs {slot('held by isolated'):.0%}, and slots stand idle for "
+            f"{slot('idle'):.0%}") in text
+    side_by_side = slot("held by pooled", "seconds") / slot("for comparison", "seconds") - 1
+    assert f"the pooled runs take only {side_by_side:.0%} longer side by side" in text
+    sweep = pd.read_csv(RESULTS / "perf" / "sweep.csv").set_index("workers")
+    assert (f"the runs' own times add up to {sweep.loc[1, 'sum_run_s']:.0f} s on 1 worker and "
+            f"{sweep.loc[2, 'sum_run_s']:.0f} s on 2") in text

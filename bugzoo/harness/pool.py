@@ -237,7 +237,7 @@ class Slot:
 
 def run_tasks(tasks: list[RunTask], workers: int) -> Iterator[dict]:
     """Run every task, at most ``workers`` at once, longest first; yield each task's status
-    record as it finishes.
+    record as it finishes, with ``held_s``, the seconds it held its slot.
 
     Ordinary tasks go to reusable workers, risky ones (``isolate``) to a process of their own;
     both kinds share the same ``workers`` slots, so neither waits for the other to drain. A
@@ -274,7 +274,7 @@ def run_tasks(tasks: list[RunTask], workers: int) -> Iterator[dict]:
                 busy.remove(slot)
                 if slot.conn is not None and slot.proc.is_alive():
                     idle.append(slot)
-                yield record
+                yield {**record, "held_s": time.monotonic() - slot.started}
         finished = True
     finally:
         if finished:  # a sweep that ran to its end leaves its idle workers to the next one

@@ -7,6 +7,8 @@
   bare loop; blocks are interleaved so machine noise hits every variant alike.
 * ``sweep`` — sweep efficiency: the same detector-free sweep (one seed) run serially and then
   on every core; (sum of serial run times / workers) / parallel sweep wall time.
+* ``profile`` — where a bench's sweep spends its time: each phase of a run, and the pool's
+  slots held and idle (:mod:`bugzoo.judge.sweep_profile`).
 
 Tables go to ``results/perf/`` with the command that made them.
 """
@@ -47,6 +49,7 @@ from bugzoo.harness.twin import twin_for
 from bugzoo.harness.watch import call_all, observer, run_view, watches_for
 from bugzoo.judge.outcomes import suite_members
 from bugzoo.judge.overfit import overfit_single_batch
+from bugzoo.judge.sweep_profile import profile_sweep
 from bugzoo.judge.tables import markdown
 from bugzoo.models import BUILTIN, MODELS
 from bugzoo.train import Trainer
@@ -213,8 +216,8 @@ def overhead(models: list[str], detectors: list[str], workers: int = 1, blocks: 
     return pd.DataFrame(rows)
 
 
-def sweep_efficiency(patterns: list[str] | None, quick: bool, seeds: list[int], workers: int
-                     ) -> pd.DataFrame:
+def sweep_efficiency(patterns: list[str] | None, quick: bool, seeds: list[int], workers: int,
+                     progress: bool = True) -> pd.DataFrame:
     """Run one detector-free sweep serially, then again on ``workers`` processes.
 
     Efficiency = (sum of the serial runs' own run times / workers) / parallel sweep wall time:
@@ -233,7 +236,7 @@ def sweep_efficiency(patterns: list[str] | None, quick: bool, seeds: list[int], 
             out = Path(tmp) / f"workers{n}"
             tasks = plan_runs(scenarios, seeds, overrides, [], out, timeout)
             t0 = time.perf_counter()
-            sweep(tasks, n)
+            sweep(tasks, n, progress)
             walls[n] = time.perf_counter() - t0
             run_s[n] = sum(store.read_summary(t.path)["wall_s"] for t in tasks)
         for n in counts:
@@ -276,7 +279,7 @@ def write(table: pd.DataFrame, out: Path, name: str, title: str, command: str, n
 def main(argv: list[str]) -> int:
     p = ArgumentParser(prog="bugzoo perf", description=__doc__.splitlines()[0],
                        parents=[sweep_parser()])
-    p.add_argument("what", choices=["baselines", "overhead", "sweep"])
+    p.add_argument("what", choices=["baselines", "overhead", "sweep", "profile"])
     p.add_argument("--models", nargs="+", default=list(BUILTIN), metavar="MODEL",
                    help=f"default: all ({', '.join(BUILTIN)})")
     p.add_argument("--detectors", nargs="+", metavar="NAME",
@@ -294,9 +297,12 @@ def main(argv: list[str]) -> int:
     if args.what == "baselines":
         path = write(baselines(args.models), out, "baselines", "Clean baselines", command)
     elif args.what == "sweep":
-        table = sweep_efficiency(options.patterns, args.quick, options.seeds, options.workers)
+        table = sweep_efficiency(options.patterns, args.quick, options.seeds, options.workers,
+                                 options.progress)
         name = "sweep_quick" if args.quick else "sweep"
         path = write(table, out, name, "Sweep efficiency", command, SWEEP_NOTE)
+    elif args.what == "profile":
+        path = write_profile(options.patterns, options.seeds[0], options.workers, out, command)
     else:
         detectors = select_detectors(args.detectors) if args.detectors else overhead_detectors()
         note = OVERHEAD_NOTE + " Detectors: " + ", ".join(detectors) + "."
@@ -304,6 +310,21 @@ def main(argv: list[str]) -> int:
         path = write(table, out, "overhead", "Loop overhead", command, note, overhead_markdown(table))
     print(path.read_text())
     return 0
+
+
+def write_profile(patterns: list[str] | None, seed: int, workers: int, out: Path,
+                  command: str) -> Path:
+    """``bugzoo perf profile``: the phases in ``profile.csv``, the slots in
+    ``profile_sweep.csv``, both in ``profile.md``."""
+    profile = profile_sweep(patterns, seed, workers, progress=log.info)
+    profile.sweep.to_csv(out / "profile_sweep.csv", index=False)
+    text = "\n".join([
+        "Inside the pooled runs, one after another in one process (each phase's own time):", "",
+        markdown(profile.phases), "",
+        f"The whole sweep, {profile.runs} runs on {profile.workers} workers:", "",
+        markdown(profile.sweep)])
+    return write(profile.phases, out, "profile", "Where a sweep's time goes", command,
+                 PROFILE_NOTE, text)
 
 
 def overhead_detectors() -> list[str]:
@@ -319,6 +340,11 @@ OVERHEAD_NOTE = (
     "`suite: built-ins + tools` adds the tool adapters. Each variant steps in blocks "
     "interleaved with the bare loop's, in a process of its own with one thread; "
     "`overhead.csv` holds the per-variant figures.")
+PROFILE_NOTE = (
+    "The sweep a bench plans (each buggy run beside its disarmed twin, the healthy variants, "
+    "the default detectors), at one seed. First the pooled runs one after another in one "
+    "process, a stopwatch around each phase of a run (`bugzoo/judge/sweep_profile.py`); then "
+    "the whole sweep on the pool, where a slot is one worker for the sweep's wall time.")
 SWEEP_NOTE = (
     "The same single-seed sweep without detectors, first on 1 worker, then on all; `efficiency` "
     "= (sum of the serial sweep's run times / workers) / sweep wall time. Run times are each "
