@@ -10,7 +10,9 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -236,3 +238,18 @@ def test_the_documented_cluster_benches_are_valid_commands():
             check_launcher_options(args, launcher)
             found.append((args.launcher, args.jobs, args.split))
     assert found and all(f == ("submitit_slurm", 40, "test") for f in found), found
+
+
+def test_the_launch_progress_bar_counts_runs_as_the_jobs_store_them(tmp_path, monkeypatch,
+                                                                     capsys):
+    from bugzoo.harness import launch
+
+    stored: set[Path] = set()
+    monkeypatch.setattr(launch.store, "is_complete", lambda path: path in stored)
+    tasks = [SimpleNamespace(path=tmp_path / f"run{i}") for i in range(3)]
+    with launch.stored_progress(tasks, True, every_s=0.01):
+        for task in tasks[:2]:
+            stored.add(task.path)
+            time.sleep(0.05)
+        stored.add(tasks[2].path)  # as the last job ends: the bar's last look still counts it
+    assert "3/3" in capsys.readouterr().err

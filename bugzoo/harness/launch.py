@@ -20,7 +20,10 @@ import math
 import multiprocessing
 import pickle
 import sys
+import threading
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,6 +34,7 @@ from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import HydraException
 from omegaconf import MISSING, DictConfig, OmegaConf
+from tqdm import tqdm
 
 from bugzoo.errors import UsageError, unknown_choice
 from bugzoo.harness import store
@@ -51,6 +55,7 @@ class BenchJob:
     plan: str = MISSING
     job: int = 0
     workers: int = 1
+    echo: bool = True  # print a line per run stored (into the job's log)
 
 
 ConfigStore.instance().store(name=JOB_CONFIG, node=BenchJob)
@@ -88,10 +93,10 @@ def shares(tasks: list[RunTask], jobs: int) -> list[list[RunTask]]:
 
 
 def launch(tasks: list[RunTask], out: Path, launcher: str, overrides: list[str], jobs: int,
-           workers: int) -> Counter:
+           workers: int, progress: bool = True) -> Counter:
     """Run ``tasks`` as ``jobs`` jobs of ``launcher``, each on ``workers`` workers, and wait
-    for them; returns a count of the outcomes stored now (runs a failed job did not store are
-    missing from it, and from the sweep folder)."""
+    for them, with a progress bar of the runs stored; returns a count of the outcomes stored
+    now (runs a failed job did not store are missing from it, and from the sweep folder)."""
     cut = shares(tasks, jobs)
     if not cut:
         return Counter()
@@ -102,24 +107,62 @@ def launch(tasks: list[RunTask], out: Path, launcher: str, overrides: list[str],
     plan.write_bytes(pickle.dumps(cut))
     log.info("launching %d runs as %d %s jobs of %d workers each (logs: %s)", len(tasks),
              len(cut), launcher, workers, folder)
-    # the basic launcher runs its jobs in this process, whose logging stays as it is
-    job_logging = "none" if launcher == "basic" else "stdout"
+    # the basic launcher runs its jobs in this process, whose logging stays as it is, and
+    # whose output the progress bar is
+    here = launcher == "basic"
     argv = ["-m", f"plan={plan}", f"job=range(0,{len(cut)})", f"workers={workers}",
+            f"echo={not (here and progress)}",
             f"hydra/launcher={launcher}", f"hydra.sweep.dir={folder}",
-            f"hydra/job_logging={job_logging}", "hydra/hydra_logging=none",
+            f"hydra/job_logging={'none' if here else 'stdout'}", "hydra/hydra_logging=none",
             *_time_limit(launcher, overrides, cut, workers), *overrides]
     saved = sys.argv
     sys.argv = ["bugzoo bench", *argv]
+    plugins = logging.getLogger("hydra_plugins")  # their job listing: in the logs folder too
+    level = plugins.level
+    plugins.setLevel(logging.WARNING)
     try:
-        _job_entry()
+        with stored_progress(tasks, progress):
+            _job_entry()
     except SystemExit as e:  # Hydra's report of a job that failed (printed above it)
         if e.code:
             log.error("%s reported a failed job; the runs it did not store are missing",
                       launcher)
     finally:
         sys.argv = saved
+        plugins.setLevel(level)
     return Counter(store.read_summary(t.path)["outcome"] for t in tasks
                    if store.is_complete(t.path))
+
+
+@contextmanager
+def stored_progress(tasks: list[RunTask], enabled: bool, every_s: float = 2.0
+                    ) -> Iterator[None]:
+    """A progress bar of the runs stored so far, read from the sweep folder every ``every_s``
+    seconds while the launcher's jobs make them, wherever those run."""
+    if not enabled:
+        yield
+        return
+    stop = threading.Event()
+
+    def watch() -> None:
+        pending = list(tasks)
+        with tqdm(total=len(tasks), unit="run", dynamic_ncols=True) as bar:
+            while True:
+                last = stop.is_set()  # the jobs are over: one more look, then done
+                before, pending = len(pending), [t for t in pending
+                                                 if not store.is_complete(t.path)]
+                bar.update(before - len(pending))
+                if last or not pending:
+                    return
+                stop.wait(every_s)
+
+    thread = threading.Thread(target=watch, name="launch-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _time_limit(launcher: str, overrides: list[str], cut: list[list[RunTask]],
@@ -148,7 +191,8 @@ def _job_entry(cfg: DictConfig) -> None:
     share = pickle.loads(Path(job.plan).read_bytes())[job.job]
     try:
         for record in run_tasks(share, job.workers):
-            print(f"{record['scenario']} {Path(record['path']).name}: {record['outcome']}",
-                  flush=True)
+            if job.echo:
+                print(f"{record['scenario']} {Path(record['path']).name}: "
+                      f"{record['outcome']}", flush=True)
     except Exception:  # the runs it did not store stay missing; a rerun makes them
         log.exception("job %d of %s stopped", job.job, job.plan)

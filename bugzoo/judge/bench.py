@@ -183,7 +183,7 @@ def main(argv: list[str]) -> int:
     if args.launcher:
         todo = [t for t in tasks if not is_done(t)]
         outcomes = launch(todo, out, args.launcher, launcher_overrides, args.jobs or 1,
-                          options.workers)
+                          options.workers, options.progress)
     else:
         outcomes = sweep(tasks, options.workers, progress=options.progress)
     log.info("runs made now: %s", ", ".join(f"{n} {outcome}" for outcome, n in outcomes.items())
