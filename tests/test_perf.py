@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from bugzoo.cli import main
-from bugzoo.judge import perf
+from bugzoo.judge import perf, sweep_profile
 
 
 @pytest.fixture
@@ -63,10 +63,9 @@ def test_anomaly_mode_of_one_variant_does_not_leak_into_the_others():
 
 
 def test_the_stopwatch_gives_each_phase_its_own_time_and_puts_the_code_back():
-    from bugzoo.judge import sweep_profile
     from bugzoo.train import Trainer
 
-    watch = sweep_profile.Stopwatch()
+    watch = sweep_profile.Stopwatch(sweep_profile.ABSORBING)
 
     def inner():
         time.sleep(0.03)
@@ -91,7 +90,7 @@ def test_the_stopwatch_gives_each_phase_its_own_time_and_puts_the_code_back():
 
 def test_the_profile_splits_the_runs_and_the_slots_without_remainder(perf_out):
     assert main(["perf", "profile", "--scenarios", "mlp-double_softmax", "--workers", "2",
-                 "--no-progress", "--out", str(perf_out)]) == 0
+                 "--models", "mlp", "--no-progress", "--out", str(perf_out)]) == 0
     phases = pd.read_csv(perf_out / "profile.csv").set_index("phase")
     total, parts = phases.iloc[-1], phases.iloc[:-1]
     assert phases.index[-1] == "all 2 pooled runs"  # the bug beside its disarmed twin
@@ -107,3 +106,10 @@ def test_the_profile_splits_the_runs_and_the_slots_without_remainder(perf_out):
                 slots["slot time (wall x workers)"], abs=0.2)
     assert "bugzoo perf profile --scenarios mlp-double_softmax" in (
         perf_out / "profile.md").read_text()
+    per_step = pd.read_csv(perf_out / "profile_telemetry.csv").set_index("us_per_step")["mlp"]
+    parts = per_step.drop(index=[sweep_profile.STEP, "telemetry, all parts",
+                                 "step with telemetry / step without"])
+    assert (parts > 0).all() and per_step[sweep_profile.STEP] > 0
+    assert per_step["telemetry, all parts"] == pytest.approx(parts.sum(), abs=0.05)
+    assert per_step["step with telemetry / step without"] == pytest.approx(
+        1 + parts.sum() / per_step[sweep_profile.STEP], abs=0.01)

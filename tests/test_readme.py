@@ -394,3 +394,22 @@ def test_the_sweep_profile_and_efficiency_are_quoted_as_measured():
     sweep = pd.read_csv(RESULTS / "perf" / "sweep.csv").set_index("workers")
     assert (f"the runs' own times add up to {sweep.loc[1, 'sum_run_s']:.0f} s on 1 worker and "
             f"{sweep.loc[2, 'sum_run_s']:.0f} s on 2") in text
+
+
+def test_telemetry_per_step_is_quoted_as_measured():
+    """Speed's telemetry breakdown is ``results/perf/profile_telemetry.csv``."""
+    table = pd.read_csv(RESULTS / "perf" / "profile_telemetry.csv").set_index("us_per_step")
+
+    def us(start: str, model: str = "mlp") -> float:
+        return table.loc[next(p for p in table.index if p.startswith(start)), model]
+
+    text = flat(SPEED)
+    assert (f"On the mlp, a step's telemetry takes {us('telemetry, all'):.0f} us beside a "
+            f"{us('training step'):.0f}-us training step ({us('step with telemetry'):.2f} x): "
+            f"gradient statistics {us('gradient statistics'):.0f} us, parameter and update "
+            f"norms {us('parameter and update'):.0f}, resident memory "
+            f"{us('resident memory'):.0f}, the heap in use {us('heap in use'):.0f}, the "
+            f"observation and its row {us('the observation') + us('the trace row'):.0f}") in text
+    others = " / ".join(f"{us('step with telemetry', m):.2f}"
+                        for m in ("lstm", "transformer", "resnet"))
+    assert f"they come to {others} x" in text

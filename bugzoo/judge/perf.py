@@ -7,8 +7,9 @@
   bare loop; blocks are interleaved so machine noise hits every variant alike.
 * ``sweep`` — sweep efficiency: the same detector-free sweep (one seed) run serially and then
   on every core; (sum of serial run times / workers) / parallel sweep wall time.
-* ``profile`` — where a bench's sweep spends its time: each phase of a run, and the pool's
-  slots held and idle (:mod:`bugzoo.judge.sweep_profile`).
+* ``profile`` — where a bench's sweep spends its time: each phase of a run, the pool's slots
+  held and idle, and telemetry's parts per step on each model
+  (:mod:`bugzoo.judge.sweep_profile`).
 
 Tables go to ``results/perf/`` with the command that made them.
 """
@@ -302,7 +303,8 @@ def main(argv: list[str]) -> int:
         name = "sweep_quick" if args.quick else "sweep"
         path = write(table, out, name, "Sweep efficiency", command, SWEEP_NOTE)
     elif args.what == "profile":
-        path = write_profile(options.patterns, options.seeds[0], options.workers, out, command)
+        path = write_profile(options.patterns, options.seeds[0], options.workers, args.models,
+                             out, command)
     else:
         detectors = select_detectors(args.detectors) if args.detectors else overhead_detectors()
         note = OVERHEAD_NOTE + " Detectors: " + ", ".join(detectors) + "."
@@ -312,17 +314,21 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def write_profile(patterns: list[str] | None, seed: int, workers: int, out: Path,
-                  command: str) -> Path:
+def write_profile(patterns: list[str] | None, seed: int, workers: int, models: list[str],
+                  out: Path, command: str) -> Path:
     """``bugzoo perf profile``: the phases in ``profile.csv``, the slots in
-    ``profile_sweep.csv``, both in ``profile.md``."""
-    profile = profile_sweep(patterns, seed, workers, progress=log.info)
+    ``profile_sweep.csv``, telemetry per step in ``profile_telemetry.csv``, all in
+    ``profile.md``."""
+    profile = profile_sweep(patterns, seed, workers, models, progress=log.info)
     profile.sweep.to_csv(out / "profile_sweep.csv", index=False)
+    profile.telemetry.to_csv(out / "profile_telemetry.csv", index=False)
     text = "\n".join([
         "Inside the pooled runs, one after another in one process (each phase's own time):", "",
         markdown(profile.phases), "",
         f"The whole sweep, {profile.runs} runs on {profile.workers} workers:", "",
-        markdown(profile.sweep)])
+        markdown(profile.sweep), "",
+        "Telemetry per step (microseconds), one clean run of each model on its defaults, "
+        "beside the training step it measures:", "", markdown(profile.telemetry)])
     return write(profile.phases, out, "profile", "Where a sweep's time goes", command,
                  PROFILE_NOTE, text)
 

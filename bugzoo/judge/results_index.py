@@ -48,8 +48,9 @@ NOTES = {
                         "suites, per model",
     "perf/baselines.md": "initial loss, single-batch overfit, accuracy and wall time per model",
     "perf/sweep.md": "the same sweep on 1 worker and on 2",
-    "perf/profile.md": "each phase of a bench's runs, and the pool's slots held and idle; "
-                       "`perf/profile_sweep.csv` holds the slots",
+    "perf/profile.md": "each phase of a bench's runs, the pool's slots held and idle "
+                       "(`perf/profile_sweep.csv`), and telemetry's parts per step on each "
+                       "model (`perf/profile_telemetry.csv`)",
 }
 # files that no page names the command of
 FIXED = [

@@ -18,7 +18,12 @@ variants, the default detectors watching), at one seed. It is measured twice:
    time in the first pass is given beside it; it is no exact share of the second, which ran
    without the stopwatch and with two runs sharing the machine.
 
-The stopwatch wraps a handful of methods, so it costs a few microseconds per call; no phase is
+3. **Telemetry, part by part.** One clean run of each model on its defaults, each in a fresh
+   worker process, with the stopwatch around the training step and each part of the step's
+   telemetry (gradient statistics, parameter and update norms, the memory readings, the
+   observation and its row).
+
+The stopwatch wraps a handful of methods, so it costs about a microsecond per call; no phase is
 sampled.
 """
 
@@ -28,6 +33,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,8 +41,11 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from bugzoo import telemetry
+from bugzoo.config import compose_run
 from bugzoo.detector_registry import select_detectors
 from bugzoo.harness import pool, runner, store
+from bugzoo.harness.processes import worker_context
 from bugzoo.harness.sweep import plan_runs, run_timeout, select_scenarios
 from bugzoo.harness.watch import Watch
 from bugzoo.telemetry import Observation, Telemetry
@@ -58,19 +67,32 @@ PHASES: list[tuple[str, list[tuple[object, str]]]] = [
     ("writing the run folder (Parquet, JSON)", [(store, "write_run")]),
     ("the twin run some detectors ask for", [(runner, "twin_for")]),
 ]
-ABSORBING = {"the twin run some detectors ask for"}
+ABSORBING = frozenset({"the twin run some detectors ask for"})
+STEP = "training step (forward, backward, optimiser)"
+# one step's telemetry, part by part (``Telemetry.observe`` keeps the one device sync)
+TELEMETRY_PARTS: list[tuple[str, list[tuple[object, str]]]] = [
+    (STEP, [(Trainer, "run_step")]),
+    ("gradient statistics (flatten, norms, counts)", [(Telemetry, "measure_gradients")]),
+    ("parameter and update norms", [(Telemetry, "measure_update")]),
+    ("resident memory (RSS, one read of /proc)", [(telemetry, "rss_mb")]),
+    ("heap in use (glibc's mallinfo2)", [(telemetry, "heap_mb")]),
+    ("the observation (one device sync, the record)", [(Telemetry, "observe")]),
+    ("the trace row", [(Observation, "row")]),
+]
 
 
 class Stopwatch:
-    """Exclusive time per phase: a timed call's time, less the timed calls inside it."""
+    """Exclusive time per phase: a timed call's time, less the timed calls inside it; inside a
+    call of an ``absorbing`` phase nothing else is timed."""
 
-    def __init__(self) -> None:
+    def __init__(self, absorbing: frozenset[str] = frozenset()) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
+        self.absorbing = absorbing
         self._stack: list[list] = []  # [phase, start, time of timed calls inside]
 
     def wrap(self, phase: str, function: Callable) -> Callable:
         def timed(*args, **kwargs):
-            if self._stack and self._stack[-1][0] in ABSORBING:
+            if self._stack and self._stack[-1][0] in self.absorbing:
                 return function(*args, **kwargs)
             frame = [phase, time.perf_counter(), 0.0]
             self._stack.append(frame)
@@ -86,10 +108,11 @@ class Stopwatch:
 
 
 @contextmanager
-def stopwatch() -> Iterator[Stopwatch]:
+def stopwatch(phases: list[tuple[str, list[tuple[object, str]]]] = PHASES,
+              absorbing: frozenset[str] = ABSORBING) -> Iterator[Stopwatch]:
     """A Stopwatch around every phase's callables, put back as they were afterwards."""
-    watch, saved = Stopwatch(), []
-    for phase, targets in PHASES:
+    watch, saved = Stopwatch(absorbing), []
+    for phase, targets in phases:
         for owner, name in targets:
             saved.append((owner, name, owner.__dict__[name] if isinstance(owner, type)
                           else getattr(owner, name)))
@@ -103,15 +126,17 @@ def stopwatch() -> Iterator[Stopwatch]:
 
 @dataclass(frozen=True)
 class SweepProfile:
-    """The two tables: ``phases`` inside the pooled runs, ``sweep`` on the pool's slots."""
+    """The tables: ``phases`` inside the pooled runs, ``sweep`` on the pool's slots,
+    ``telemetry`` per step on each model."""
 
     phases: pd.DataFrame
     sweep: pd.DataFrame
+    telemetry: pd.DataFrame
     runs: int
     workers: int
 
 
-def profile_sweep(patterns: list[str] | None, seed: int, workers: int,
+def profile_sweep(patterns: list[str] | None, seed: int, workers: int, models: list[str],
                   progress: Callable[[str], None] = lambda _: None) -> SweepProfile:
     scenarios = select_scenarios(patterns, controls=False)
     detectors = select_detectors(["default"])
@@ -135,8 +160,31 @@ def profile_sweep(patterns: list[str] | None, seed: int, workers: int,
         t0 = time.perf_counter()
         records = list(pool.run_tasks(tasks, workers))
         wall = time.perf_counter() - t0
-    return SweepProfile(phases, sweep_table(records, tasks, wall, workers, total), len(tasks),
-                        workers)
+    progress(f"telemetry per step: {', '.join(models)}")
+    return SweepProfile(phases, sweep_table(records, tasks, wall, workers, total),
+                        telemetry_table(models), len(tasks), workers)
+
+
+def telemetry_table(models: list[str]) -> pd.DataFrame:
+    """Microseconds per step of each part of telemetry beside the training step itself, from
+    one clean run of each model on its defaults, each in a fresh worker process with one
+    thread (as ``perf overhead`` times them), and telemetry's cost as a share of a step."""
+    with ProcessPoolExecutor(1, mp_context=worker_context(), max_tasks_per_child=1,
+                             initializer=torch.set_num_threads, initargs=(1,)) as fresh:
+        frame = pd.DataFrame({model: fresh.submit(telemetry_per_step, model).result()
+                              for model in models})
+    parts = frame.drop(index=STEP)
+    frame.loc["telemetry, all parts"] = parts.sum()
+    frame.loc["step with telemetry / step without"] = 1 + parts.sum() / frame.loc[STEP]
+    return frame.round(2).rename_axis("us_per_step").reset_index()
+
+
+def telemetry_per_step(model: str) -> dict[str, float]:
+    """Microseconds per step of the training step and each part of telemetry, one clean run
+    of ``model`` under the stopwatch."""
+    with stopwatch(TELEMETRY_PARTS, frozenset()) as watch:
+        steps = len(runner.execute(compose_run([f"scenario={model}-clean"])).trace)
+    return {part: 1e6 * watch.seconds[part] / steps for part, _ in TELEMETRY_PARTS}
 
 
 def phase_table(seconds: dict[str, float], total: float, runs: int) -> pd.DataFrame:
