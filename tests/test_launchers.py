@@ -253,3 +253,17 @@ def test_the_launch_progress_bar_counts_runs_as_the_jobs_store_them(tmp_path, mo
             time.sleep(0.05)
         stored.add(tasks[2].path)  # as the last job ends: the bar's last look still counts it
     assert "3/3" in capsys.readouterr().err
+
+
+def test_a_submitit_job_may_run_for_its_shares_expected_time_with_margin():
+    from bugzoo.harness import launch
+
+    pooled = SimpleNamespace(expected_cost=10.0, isolate=False, timeout_s=300.0)
+    risky = SimpleNamespace(expected_cost=10.0, isolate=True, timeout_s=300.0)
+    cut = [[pooled] * 12, [pooled] * 6 + [risky]]
+    # share one: 3 x 120 s / 2 workers = 3 min; share two, with a run that may hang:
+    # (3 x 70 s + 300 s) / 2 = 4.25 min, the longer one: 5 minutes, plus 10 of slack
+    assert launch._time_limit("submitit_slurm", [], cut, 2) == [
+        "hydra.launcher.timeout_min=15"]
+    assert launch._time_limit("submitit_local", ["hydra.launcher.timeout_min=7"], cut, 2) == []
+    assert launch._time_limit("joblib", [], cut, 2) == []

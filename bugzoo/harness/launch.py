@@ -45,7 +45,8 @@ log = logging.getLogger(__name__)
 LAUNCH_DIR = ".launch"  # in the sweep folder: the plans, and Hydra's and submitit's job logs
 JOB_CONFIG = "bugzoo_bench_job"
 STANDARD_STARTS = ("fork", "spawn", "forkserver")  # multiprocessing's own start methods
-SLACK_MIN = 10  # a submitit job's time limit above its share's worst case (start-up, writing)
+EXPECTED_MARGIN = 3  # a submitit job's time limit: this many times its runs' expected time,
+SLACK_MIN = 10  # plus the timeouts of its isolated runs, plus this many minutes
 
 
 @dataclass
@@ -167,13 +168,17 @@ def stored_progress(tasks: list[RunTask], enabled: bool, every_s: float = 2.0
 
 def _time_limit(launcher: str, overrides: list[str], cut: list[list[RunTask]],
                 workers: int) -> list[str]:
-    """A submitit job's time limit, unless one is given: its share's worst case, every run
-    sitting out its timeout (submitit's own default, an hour, would end a long share)."""
+    """A submitit job's time limit, unless one is given: for the heaviest share, three times
+    its runs' expected time plus the whole timeout of each isolated run in it (one may hang),
+    over its workers, plus some slack. A job cut short leaves its runs to the next bench;
+    submitit's own default, an hour, would cut most long shares, and a worst case of every run
+    hanging would be more than a cluster grants."""
     if not launcher.startswith("submitit") or any(
             o.startswith("hydra.launcher.timeout_min=") for o in overrides):
         return []
-    worst = max(math.ceil(len(share) / workers) * share[0].timeout_s for share in cut)
-    return [f"hydra.launcher.timeout_min={math.ceil(worst / 60) + SLACK_MIN}"]
+    seconds = max((EXPECTED_MARGIN * sum(t.expected_cost for t in share)
+                   + sum(t.timeout_s for t in share if t.isolate)) / workers for share in cut)
+    return [f"hydra.launcher.timeout_min={math.ceil(seconds / 60) + SLACK_MIN}"]
 
 
 def _hydra():
