@@ -11,7 +11,8 @@ traces, fit to tune on. ``--split test`` draws fresh training and data seeds fro
 when the sweep starts and records them in its folder (``split.json``): the split a citable score
 comes from, since no detector can have seen its runs.
 Resumable: complete run folders are skipped, so rerunning after a crash or ``kill -9`` only
-does what is missing (a test sweep keeps the seeds it drew).
+does what is missing (a test sweep keeps the seeds it drew). ``--launcher NAME`` runs the same
+plan as jobs of a Hydra launcher, a SLURM cluster's among them (:mod:`bugzoo.harness.launch`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """``bugzoo perf profile``: where a sweep's wall time goes, phase by phase.
 
 The sweep is the one a bench plans (each buggy run beside its disarmed twin, the healthy
-variants, the default detectors watching), at one seed. It is measured twice:
+variants, the default detectors watching), at one seed. It is measured twice, and telemetry
+once more on each model:
 
 1. **Inside the runs.** The pooled runs, one after another in this process, with a stopwatch
    around each phase of a run: composition, data generation, the rest of the build, training
@@ -17,7 +18,6 @@ variants, the default detectors watching), at one seed. It is measured twice:
    handing out runs, and the tail, when fewer runs are left than workers). The pooled runs'
    time in the first pass is given beside it; it is no exact share of the second, which ran
    without the stopwatch and with two runs sharing the machine.
-
 3. **Telemetry, part by part.** One clean run of each model on its defaults, each in a fresh
    worker process, with the stopwatch around the training step and each part of the step's
    telemetry (gradient statistics, parameter and update norms, the memory readings, the
