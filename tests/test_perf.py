@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -62,25 +62,27 @@ def test_anomaly_mode_of_one_variant_does_not_leak_into_the_others():
     assert seen == [True, False] and not torch.is_anomaly_enabled()
 
 
-def test_the_stopwatch_gives_each_phase_its_own_time_and_puts_the_code_back():
+def test_the_stopwatch_gives_each_phase_its_own_time_and_puts_the_code_back(monkeypatch):
     from bugzoo.train import Trainer
 
+    clock = [0.0]  # seconds, moved on by the timed functions themselves
+    monkeypatch.setattr(sweep_profile, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
     watch = sweep_profile.Stopwatch(sweep_profile.ABSORBING)
 
-    def inner():
-        time.sleep(0.03)
+    def spend(seconds: float) -> None:
+        clock[0] += seconds
 
-    timed_inner = watch.wrap("inner", inner)
+    timed_inner = watch.wrap("inner", lambda: spend(3))
 
     def outer():
-        time.sleep(0.02)
+        spend(2)
         timed_inner()
 
     watch.wrap("outer", outer)()
-    assert 0.02 <= watch.seconds["outer"] < 0.03 <= watch.seconds["inner"] < 0.045
+    assert (watch.seconds["outer"], watch.seconds["inner"]) == (2, 3)
     absorbing = next(iter(sweep_profile.ABSORBING))
     watch.wrap(absorbing, outer)()  # what runs inside the twin run is the twin run's
-    assert watch.seconds[absorbing] >= 0.05 and watch.seconds["inner"] < 0.045
+    assert (watch.seconds[absorbing], watch.seconds["inner"]) == (5, 3)
 
     original = Trainer.__dict__["run_step"]
     with sweep_profile.stopwatch():
