@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import math
-import multiprocessing
 import pickle
 import sys
 import threading
@@ -44,7 +43,6 @@ log = logging.getLogger(__name__)
 
 LAUNCH_DIR = ".launch"  # in the sweep folder: the plans, and Hydra's and submitit's job logs
 JOB_CONFIG = "bugzoo_bench_job"
-STANDARD_STARTS = ("fork", "spawn", "forkserver")  # multiprocessing's own start methods
 EXPECTED_MARGIN = 3  # a submitit job's time limit: this many times its runs' expected time,
 SLACK_MIN = 10  # plus the timeouts of its isolated runs, plus this many minutes
 
@@ -62,18 +60,15 @@ class BenchJob:
 ConfigStore.instance().store(name=JOB_CONFIG, node=BenchJob)
 
 
-def launchers() -> list[str]:
-    """The Hydra launchers installed here (``hydra/launcher`` choices, plug-ins included)."""
-    with _hydra():
-        return GlobalHydra.instance().config_loader().get_group_options("hydra/launcher")
-
-
 def check_launcher(name: str, overrides: list[str]) -> None:
-    """Refuse an unknown launcher, or ``hydra.*`` overrides it cannot take, in one line."""
-    if name not in (choices := launchers()):
-        raise unknown_choice("launcher", name, choices)
+    """Refuse a launcher not installed here (the ``hydra/launcher`` choices, plug-ins
+    included), or ``hydra.*`` overrides it cannot take, in one line."""
+    GlobalHydra.instance().clear()
     try:
-        with _hydra():
+        with initialize(version_base="1.3", config_path=None):
+            choices = GlobalHydra.instance().config_loader().get_group_options("hydra/launcher")
+            if name not in choices:
+                raise unknown_choice("launcher", name, choices)
             compose(JOB_CONFIG, overrides=[f"hydra/launcher={name}", *overrides],
                     return_hydra_config=True)
     except HydraException as e:
@@ -181,18 +176,10 @@ def _time_limit(launcher: str, overrides: list[str], cut: list[list[RunTask]],
     return [f"hydra.launcher.timeout_min={math.ceil(seconds / 60) + SLACK_MIN}"]
 
 
-def _hydra():
-    GlobalHydra.instance().clear()
-    return initialize(version_base="1.3", config_path=None)
-
-
 @hydra.main(config_path=None, config_name=JOB_CONFIG, version_base="1.3")
 def _job_entry(cfg: DictConfig) -> None:
     """One job: run its share of the plan on the sweep's pool, printing each run's outcome."""
     job = OmegaConf.to_object(cfg)
-    if multiprocessing.get_start_method(allow_none=True) not in (None, *STANDARD_STARTS):
-        # joblib's workers set their own (loky), which the pool's children cannot restore
-        multiprocessing.set_start_method(None, force=True)
     share = pickle.loads(Path(job.plan).read_bytes())[job.job]
     try:
         for record in run_tasks(share, job.workers):

@@ -31,6 +31,7 @@ from bugzoo.bugs import builtin_ids
 PRELOAD = ["torch", "torch._inductor.config", "pandas", "bugzoo.harness.pool"]
 # set anew for every test by pytest, and read by nothing at start-up
 VOLATILE = ("PYTEST_CURRENT_TEST",)
+STANDARD_STARTS = ("fork", "spawn", "forkserver")  # multiprocessing's own start methods
 
 _server_environment: int | None = None
 _retired: list[int] = []  # servers of an older environment, left to exit with their last worker
@@ -46,6 +47,10 @@ def worker_context() -> BaseContext:
     environment it would pass on is no longer this process's. (``sys.path`` and the working
     folder each new worker takes from this process, as it starts.)"""
     global _server_environment
+    if multiprocessing.get_start_method(allow_none=True) not in (None, *STANDARD_STARTS):
+        # each child is told its parent's start method and sets it; one that multiprocessing
+        # does not know (a joblib worker's "loky") would fail every child at its start
+        multiprocessing.set_start_method(None, force=True)
     context = multiprocessing.get_context("forkserver")
     key = hash(_environment())
     if key != _server_environment:

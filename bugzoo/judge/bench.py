@@ -189,7 +189,7 @@ def main(argv: list[str]) -> int:
         outcomes = sweep(tasks, options.workers, progress=options.progress)
     log.info("runs made now: %s", ", ".join(f"{n} {outcome}" for outcome, n in outcomes.items())
              or "none (all complete)")
-    if args.launcher and (missing := [t for t in tasks if not is_done(t)]):
+    if args.launcher and (missing := [t for t in todo if not is_done(t)]):
         log.error("%d of %d runs are not stored (their %s jobs failed; logs in %s). Run the "
                   "same command again to make only those.", len(missing), len(tasks),
                   args.launcher, out / LAUNCH_DIR)
