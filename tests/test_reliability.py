@@ -12,7 +12,9 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import faults
@@ -20,7 +22,7 @@ import pandas as pd
 import pytest
 
 from bugzoo.config import compose_run
-from bugzoo.harness import store
+from bugzoo.harness import processes, store
 from bugzoo.harness.pool import RunTask, parked_workers, run_task, run_tasks
 from bugzoo.harness.processes import server_pids
 from bugzoo.harness.runner import execute
@@ -278,3 +280,23 @@ def test_the_next_sweep_of_a_process_reuses_its_idle_workers_unless_the_environm
     monkeypatch.setenv("BUGZOO_POOL_TEST", "1")  # a worker reads its environment once
     one_run(2)
     assert parked_workers() - kept, "a worker started before the change was given a task"
+
+
+def test_worker_contexts_asked_for_from_many_threads_at_once_reap_each_retired_server_once(
+        monkeypatch):
+    # task validation starts a buggy script and its fixed twin from two threads at once;
+    # both collect the fork servers an environment change retired
+    for round_ in range(20):
+        ended = [subprocess.Popen(["true"]).pid for _ in range(4)]
+        time.sleep(0.05)  # each has exited; its status waits to be collected
+        monkeypatch.setattr(processes, "_retired", list(ended))
+        start = threading.Barrier(8)
+
+        def ask() -> None:
+            start.wait()
+            processes.worker_context()
+
+        with ThreadPoolExecutor(8) as pool:
+            for call in [pool.submit(ask) for _ in range(8)]:
+                call.result()
+        assert processes._retired == [], f"round {round_}"

@@ -21,6 +21,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
+import threading
 from multiprocessing import forkserver, util
 from multiprocessing.context import BaseContext
 
@@ -35,6 +36,9 @@ STANDARD_STARTS = ("fork", "spawn", "forkserver")  # multiprocessing's own start
 
 _server_environment: int | None = None
 _retired: list[int] = []  # servers of an older environment, left to exit with their last worker
+# one thread at a time restarts the server or collects retired ones (task validation starts a
+# script and its twin from two threads)
+_lock = threading.RLock()
 
 
 def environment_key() -> int:
@@ -47,19 +51,20 @@ def worker_context() -> BaseContext:
     environment it would pass on is no longer this process's. (``sys.path`` and the working
     folder each new worker takes from this process, as it starts.)"""
     global _server_environment
-    if multiprocessing.get_start_method(allow_none=True) not in (None, *STANDARD_STARTS):
-        # each child is told its parent's start method and sets it; one that multiprocessing
-        # does not know (a joblib worker's "loky") would fail every child at its start
-        multiprocessing.set_start_method(None, force=True)
-    context = multiprocessing.get_context("forkserver")
-    key = hash(_environment())
-    if key != _server_environment:
-        _retire_server()
-        context.set_forkserver_preload(
-            PRELOAD + [f"bugzoo.bugs.{bug_id}" for bug_id in builtin_ids()])
-        _server_environment = key
-    _reap_retired()
-    return context
+    with _lock:
+        if multiprocessing.get_start_method(allow_none=True) not in (None, *STANDARD_STARTS):
+            # each child is told its parent's start method and sets it; one that multiprocessing
+            # does not know (a joblib worker's "loky") would fail every child at its start
+            multiprocessing.set_start_method(None, force=True)
+        context = multiprocessing.get_context("forkserver")
+        key = hash(_environment())
+        if key != _server_environment:
+            _retire_server()
+            context.set_forkserver_preload(
+                PRELOAD + [f"bugzoo.bugs.{bug_id}" for bug_id in builtin_ids()])
+            _server_environment = key
+        _reap_retired()
+        return context
 
 
 def _environment() -> frozenset[tuple[str, str]]:
@@ -90,9 +95,10 @@ def _retire_server() -> None:
 
 def _reap_retired() -> None:
     """Collect the exit status of retired servers that have ended (no zombie is left)."""
-    for pid in list(_retired):
-        try:
-            if os.waitpid(pid, os.WNOHANG)[0]:
+    with _lock:
+        for pid in list(_retired):
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0]:
+                    _retired.remove(pid)
+            except ChildProcessError:
                 _retired.remove(pid)
-        except ChildProcessError:
-            _retired.remove(pid)
