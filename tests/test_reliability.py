@@ -286,9 +286,12 @@ def test_worker_contexts_asked_for_from_many_threads_at_once_reap_each_retired_s
         monkeypatch):
     # task validation starts a buggy script and its fixed twin from two threads at once;
     # both collect the fork servers an environment change retired
+    processes.worker_context()  # any server of an older environment is retired now
     for round_ in range(20):
-        ended = [subprocess.Popen(["true"]).pid for _ in range(4)]
-        time.sleep(0.05)  # each has exited; its status waits to be collected
+        # spawned bare: a Popen that is let go is reaped by the next Popen
+        ended = [os.posix_spawnp("true", ["true"], os.environ) for _ in range(4)]
+        for pid in ended:  # wait until each has exited, leaving its status to be collected
+            os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
         monkeypatch.setattr(processes, "_retired", list(ended))
         start = threading.Barrier(8)
 
