@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import importlib
 import os
+import pickle
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,10 +14,11 @@ import pytest
 from conftest import quick_cfg
 from omegaconf import OmegaConf
 
+from bugzoo.config import resolved
 from bugzoo.detector_registry import load_detector
-from bugzoo.harness.distributed import _backend, _kill, _wait
+from bugzoo.harness.distributed import _backend, _kill, _rank_process, _wait
 from bugzoo.harness.pool import parked_workers
-from bugzoo.harness.processes import server_pids
+from bugzoo.harness.processes import server_pids, worker_context
 from bugzoo.harness.runner import execute
 from bugzoo.telemetry import TIMING_COLUMNS
 
@@ -27,21 +28,43 @@ SHORT = (f"harness.steps={STEPS}", f"harness.dist_timeout_s={PG_TIMEOUT_S}",
 
 
 def children_of(pid: int) -> list[int]:
-    """Pids whose parent is ``pid`` (zombies included), from /proc; multiprocessing's
-    long-lived resource tracker and the workers' fork server (started by earlier tests in this
-    process) and the idle pool workers kept for this process's next sweep are not counted."""
+    """Pids whose parent is ``pid`` or one of its fork servers (zombies included), from /proc:
+    ranks and pool processes are forked by a server. multiprocessing's long-lived resource
+    tracker, the fork servers themselves and the idle pool workers kept for this process's next
+    sweep are not counted."""
     kept, found = parked_workers() | server_pids(), []
+    parents = {pid} | server_pids()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 stat = (entry / "stat").read_text()
             except OSError:
                 continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            if int(stat.rsplit(")", 1)[1].split()[1]) in parents:
                 cmdline = (entry / "cmdline").read_bytes() if (entry / "cmdline").exists() else b""
                 if b"resource_tracker" not in cmdline and int(entry.name) not in kept:
                     found.append(int(entry.name))
     return found
+
+
+def live_in_group(group: int) -> list[int]:
+    """The processes of a process group that have not exited (zombies are left out)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state, _, pgrp = stat.read_text().rsplit(")", 1)[1].split()[:3]
+        except OSError:
+            continue
+        if int(pgrp) == group and state != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
+def stuck_rank() -> None:
+    """A rank that is stuck, with a process of its own: a session, as a rank has, and a child."""
+    os.setsid()
+    subprocess.Popen(["sleep", "60"])
+    time.sleep(60)
 
 
 @pytest.fixture(scope="module")
@@ -122,14 +145,47 @@ def test_ddp_unsynced_ranks_drift_apart(clean):
     assert (alarm["step"], alarm["category"]) == (0, "distributed") and "[1]" in alarm["message"]
 
 
+def start_a_lone_rank(run_dir: Path) -> None:
+    """Start rank 0 of a 2-rank run whose rank 1 never comes, note its pid, and wait."""
+    rank = worker_context().Process(target=_rank_process, args=(run_dir, 0, {}))
+    rank.start()
+    (run_dir / "rank0.pid").write_text(str(rank.pid))
+    time.sleep(120)
+
+
+def test_a_rank_ends_when_the_run_that_started_it_is_killed(tmp_path):
+    cfg = quick_cfg("scenario=mlp-ddp_unsynced", "~bug", "harness.dist_timeout_s=120")
+    (tmp_path / "job.pkl").write_bytes(pickle.dumps(
+        {"config": resolved(cfg), "world_size": 2, "backend": "gloo", "detectors": [],
+         "bug": None, "armed": True}))
+    starter = worker_context().Process(target=start_a_lone_rank, args=(tmp_path,))
+    starter.start()
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "rank0.pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    rank = int((tmp_path / "rank0.pid").read_text())
+    time.sleep(1)  # it waits for rank 1 in the rendezvous
+    assert live_in_group(rank) == [rank]
+    starter.kill()  # as the OOM killer would
+    starter.join()
+    deadline = time.monotonic() + 15
+    while live_in_group(rank) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert live_in_group(rank) == [], "a rank outlived the run that started it"
+
+
 def test_deadline_kills_every_rank_group():
-    procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
-                              start_new_session=True) for _ in range(2)]
+    context = worker_context()
+    procs = [context.Process(target=stuck_rank) for _ in range(2)]
+    for proc in procs:
+        proc.start()
+    time.sleep(1)  # each has made its session and started its child
     t0 = time.monotonic()
     assert _wait(procs, time.monotonic() + 0.5) is False
     _kill(procs)
     assert time.monotonic() - t0 < 10
-    assert all(p.returncode == -9 for p in procs)
+    assert all(p.exitcode == -9 for p in procs)
+    assert [live_in_group(p.pid) for p in procs] == [[], []]  # each rank's child went too
     assert children_of(os.getpid()) == []
 
 

@@ -282,6 +282,11 @@ def test_the_next_sweep_of_a_process_reuses_its_idle_workers_unless_the_environm
     assert parked_workers() - kept, "a worker started before the change was given a task"
 
 
+def ask_at_once(start: threading.Barrier) -> None:
+    start.wait()
+    processes.worker_context()
+
+
 def test_worker_contexts_asked_for_from_many_threads_at_once_reap_each_retired_server_once(
         monkeypatch):
     # task validation starts a buggy script and its fixed twin from two threads at once;
@@ -294,12 +299,7 @@ def test_worker_contexts_asked_for_from_many_threads_at_once_reap_each_retired_s
             os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
         monkeypatch.setattr(processes, "_retired", list(ended))
         start = threading.Barrier(8)
-
-        def ask() -> None:
-            start.wait()
-            processes.worker_context()
-
         with ThreadPoolExecutor(8) as pool:
-            for call in [pool.submit(ask) for _ in range(8)]:
+            for call in [pool.submit(ask_at_once, start) for _ in range(8)]:
                 call.result()
         assert processes._retired == [], f"round {round_}"

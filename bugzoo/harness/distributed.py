@@ -1,7 +1,9 @@
 """Distributed runs: one scenario trained by several ranks under ``torch.distributed``.
 
-``execute_distributed`` starts one process per rank, each in its own session so a stuck rank
-and anything it started can be killed as a group. Ranks meet on loopback through a file store
+``execute_distributed`` starts one process per rank from the fork server
+(:mod:`bugzoo.harness.processes`, torch already imported), each in its own session so a stuck
+rank and anything it started can be killed as a group, and each ending itself if the process
+that started it dies. Ranks meet on loopback through a file store
 and use gloo on CPU (NCCL when there is one GPU per rank). Each rank builds a
 :class:`DistributedTrainer`: the clean Trainer with its model wrapped in
 ``DistributedDataParallel`` and a training loader over the rank's own shard of the data.
@@ -24,11 +26,13 @@ import math
 import os
 import pickle
 import signal
-import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import timedelta
+from multiprocessing import parent_process
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 import pandas as pd
@@ -44,6 +48,7 @@ from bugzoo.data import BatchLoader
 from bugzoo.detector import Detector
 from bugzoo.harness import store
 from bugzoo.harness.budget import budget_scope
+from bugzoo.harness.processes import worker_context
 from bugzoo.harness.record import DetectorStatus, RunResult, build_summary
 from bugzoo.harness.setup_digest import setup_digest
 from bugzoo.harness.watch import call_all, observer, run_facts, run_view, watches_for
@@ -170,21 +175,42 @@ def _backend(cfg: DictConfig, world_size: int) -> str:
     return "nccl" if wants_gpu and gpus >= world_size else "gloo"
 
 
-def _kill(procs: list[subprocess.Popen]) -> None:
-    """Kill each rank's process group (the rank and anything it started), then reap."""
+def _rank_process(run_dir: Path, rank: int, environment: dict[str, str]) -> None:
+    """Entry of one rank's process, forked from the fork server: a session of its own, the
+    run's environment, stdout to nowhere and stderr to its log; then :func:`rank_main`."""
+    os.setsid()
+    starter = parent_process()
+
+    def exit_with_starter() -> None:  # a rank must not outlive the run that started it
+        starter.join()
+        os._exit(1)
+
+    threading.Thread(target=exit_with_starter, name="exit-with-starter", daemon=True).start()
+    os.environ.update(environment)
+    with open(os.devnull, "wb") as null, open(run_dir / f"rank{rank}.log", "wb") as log_file:
+        os.dup2(null.fileno(), 1)
+        os.dup2(log_file.fileno(), 2)
+    logging.basicConfig(level=logging.INFO)
+    sys.exit(rank_main(run_dir, rank))
+
+
+def _kill(procs: list[BaseProcess]) -> None:
+    """Kill each started rank's process group (the rank and anything it started), then reap.
+    A rank killed before it made its own group is killed alone."""
     for p in procs:
-        if p.poll() is None:
+        if p.pid is not None and p.is_alive():
             try:
                 os.killpg(p.pid, signal.SIGKILL)
             except ProcessLookupError:
-                pass
+                p.kill()
     for p in procs:
-        p.wait()
+        if p.pid is not None:
+            p.join()
 
 
-def _wait(procs: list[subprocess.Popen], deadline: float) -> bool:
+def _wait(procs: list[BaseProcess], deadline: float) -> bool:
     """Wait for every rank to exit; False when the deadline passed first."""
-    while any(p.poll() is None for p in procs):
+    while any(p.is_alive() for p in procs):
         if time.monotonic() > deadline:
             return False
         time.sleep(POLL_S)
@@ -219,36 +245,34 @@ def execute_distributed(cfg: DictConfig, detectors: list[Detector] = (), bug: Bu
         bug = get_bug(cfg.bug.id)
     world_size = world_size_of(cfg, bug)
     backend = _backend(cfg, world_size)
-    env = {**os.environ, "OMP_NUM_THREADS": str(cfg.harness.threads)}
-    env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    environment = {"OMP_NUM_THREADS": str(cfg.harness.threads),
+                   "GLOO_SOCKET_IFNAME": os.environ.get("GLOO_SOCKET_IFNAME", "lo")}
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bugzoo-dist-") as tmp:
         run_dir = Path(tmp)
         _write_atomic(run_dir / "job.pkl", {"config": resolved(cfg), "world_size": world_size,
                                              "backend": backend, "detectors": list(detectors),
                                              "bug": bug, "armed": armed})
-        procs: list[subprocess.Popen] = []
+        context = worker_context()
+        procs = [context.Process(target=_rank_process, args=(run_dir, rank, environment),
+                                 name=f"rank{rank}") for rank in range(world_size)]
         try:
-            for rank in range(world_size):
-                with open(run_dir / f"rank{rank}.log", "wb") as err:
-                    procs.append(subprocess.Popen(
-                        [sys.executable, "-m", "bugzoo.harness.distributed", str(run_dir),
-                         str(rank)],
-                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                        env=env, start_new_session=True))
+            for proc in procs:
+                proc.start()
             finished = _wait(procs, time.monotonic() + float(cfg.harness.timeout_s))
         finally:
             _kill(procs)
         results = [_load(run_dir / f"rank{r}.pkl") for r in range(world_size)]
         params = [_load(run_dir / f"params{r}.pt") for r in range(world_size)]
-        stderr_tails = [(run_dir / f"rank{r}.log").read_text(errors="replace")[-2000:]
-                        for r in range(world_size)]
+        logs = [run_dir / f"rank{r}.log" for r in range(world_size)]
+        stderr_tails = [path.read_text(errors="replace")[-2000:] if path.exists() else ""
+                        for path in logs]
     wall_s = time.perf_counter() - start
 
     errors = [r["error"] if r else "no result (killed or died)" for r in results]
     if not finished or any(r and r["timed_out"] for r in results):
         outcome = "hang"
-    elif any(errors) or any(p.returncode for p in procs):
+    elif any(errors) or any(p.exitcode for p in procs):
         outcome = "crashed"
     else:
         outcome = "completed"
@@ -275,8 +299,3 @@ def execute_distributed(cfg: DictConfig, detectors: list[Detector] = (), bug: Bu
         setup_digest=lead.get("setup_digest"))
     alarms = pd.DataFrame(lead.get("alarms", []), columns=store.ALARM_COLUMNS)
     return RunResult(resolved(cfg), trace, alarms, summary, layers)
-
-
-if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO)
-    sys.exit(rank_main(Path(sys.argv[1]), int(sys.argv[2])))

@@ -254,9 +254,8 @@ def run_tasks(tasks: list[RunTask], workers: int) -> Iterator[dict]:
         while waiting or busy:
             while waiting and len(busy) < workers:
                 task = waiting.pop(0)
-                if task.isolate:
-                    slot = Slot(ctx.Process(target=_one_run_main, args=(task,), daemon=True),
-                                None)
+                if task.isolate:  # not daemonic: a run on several ranks starts its ranks
+                    slot = Slot(ctx.Process(target=_one_run_main, args=(task,)), None)
                     slot.proc.start()
                 elif idle := [s for s in idle if s.proc.is_alive()]:  # one may have been killed
                     slot = idle.pop()

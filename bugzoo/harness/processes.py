@@ -3,10 +3,10 @@
 A fresh interpreter spends seconds of CPU before it can train: importing torch, pandas, Hydra
 and the harness, and, on its first run, ``torch._inductor`` (which
 ``torch.use_deterministic_algorithms`` imports) and every bug module. Sweep workers, one-run
-processes, overhead timers and task scripts are instead forked from one server process per
-parent that has done these imports (``multiprocessing``'s ``forkserver`` start method): a new
-worker is ready in a fraction of a second, with nothing of the parent's state but what it is
-sent.
+processes, the ranks of distributed runs, overhead timers and task scripts are instead forked
+from one server process per parent that has done these imports (``multiprocessing``'s
+``forkserver`` start method): a new worker is ready in a fraction of a second, with nothing of
+the parent's state but what it is sent.
 
 A forked process takes its environment variables from the server, not from the parent at the
 time it starts; ``sys.path`` and the working folder it does take from the parent. So the server
