@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import re
 from pathlib import Path
 
@@ -16,6 +17,9 @@ from bugzoo.paths import CONF_DIR
 from bugzoo.scenarios import Scenario
 
 torch.set_num_threads(1)  # as in the harness' workers: fast for tiny models, reproducible
+# what is imported by now (torch, pandas, Hydra, the harness) lives as long as the test process:
+# a full garbage collection need not walk it again (each took a fifth of a second)
+gc.freeze()
 
 
 def quick_cfg(*overrides: str, steps: int = 60):
