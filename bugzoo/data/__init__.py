@@ -7,6 +7,7 @@ from functools import lru_cache
 
 from bugzoo.data.base import Batch, BatchLoader, DataBundle, Normalization, Split
 from bugzoo.data.images import make_images
+from bugzoo.data.language import make_language
 from bugzoo.data.reviews import make_reviews
 from bugzoo.data.tabular import make_tabular
 
@@ -14,6 +15,7 @@ DATASETS: dict[str, Callable[..., DataBundle]] = {
     "tabular": make_tabular,
     "reviews": make_reviews,
     "images": make_images,
+    "language": make_language,  # for the causal language model
 }
 
 
