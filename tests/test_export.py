@@ -13,7 +13,15 @@ import pytest
 from bugzoo.bugs import get_bug
 from bugzoo.cli import main
 from bugzoo.errors import UsageError
-from bugzoo.teach.export import export, healthy_variants, render, render_clean, supported
+from bugzoo.models import MODELS
+from bugzoo.teach.export import (
+    export,
+    healthy_variants,
+    render,
+    render_clean,
+    supported,
+    template_models,
+)
 
 # diverse: loop, data; each pair runs in a few seconds on one core (tests/test_tasks.py retrains
 # a loss bug's pair in the grader and tests another data bug's over 5 seeds; every pair's test
@@ -105,3 +113,24 @@ def test_a_blind_export_names_nothing_and_keeps_the_answer_apart(tmp_path, capsy
     assert "torch.arange(len(x_train))" in scripts[buggy]
     assert "torch.arange(len(x_train))" not in scripts[({"a.py", "b.py"} - {buggy}).pop()]
     assert "is the buggy script" not in capsys.readouterr().out  # the key file says it
+
+
+# a clean script's validation accuracy is well above chance (1/2 for the reviews, 1/4 for the
+# pictures) and near what the harness's own model reaches on its dataset
+HEALTHY_ACCURACY = {"lstm": 0.9, "transformer": 0.8, "resnet": 0.9}
+
+
+def test_every_model_has_a_template_whose_clean_script_trains_without_bugzoo(tmp_path):
+    assert set(template_models()) == set(MODELS.names())
+    paths = []
+    for model in HEALTHY_ACCURACY:
+        text = render_clean(model=model)
+        assert not re.search(r"^\s*(import|from) bugzoo", text, re.MULTILINE)
+        for variant in healthy_variants(model):  # each variant's patch applies exactly once
+            assert render_clean(variant, model) != text
+        paths.append(tmp_path / f"{model}.py")
+        paths[-1].write_text(text)
+    with ThreadPoolExecutor(2) as pool:
+        for model, (metric, value) in zip(HEALTHY_ACCURACY, pool.map(symptom, paths),
+                                          strict=True):
+            assert metric == "final_val_acc" and value > HEALTHY_ACCURACY[model], model

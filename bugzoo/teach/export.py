@@ -30,7 +30,8 @@ def _family(model: str):
 
 def template_models() -> list[str]:
     """The models with a reproducer template (``bugzoo/teach/reproducers/<model>.py``)."""
-    return sorted(m.name for m in pkgutil.iter_modules(reproducers.__path__))
+    return sorted(m.name for m in pkgutil.iter_modules(reproducers.__path__)
+                  if not m.name.startswith("_"))  # _shared: text the templates share
 
 
 def supported() -> list[str]:
