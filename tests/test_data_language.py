@@ -85,3 +85,25 @@ def test_agreement_is_worth_what_a_verb_class_costs_to_guess():
 def test_a_bad_setting_is_named(setting, message):
     with pytest.raises(ValueError, match=message):
         Source(**setting)
+
+
+def test_judge_finds_nothing_wrong_with_the_sources_own_sentences_and_sees_broken_agreement():
+    source = Source()
+    tokens, lengths, classes = sentences(5000, 3)
+    own = source.judge(tokens, lengths, start=4)
+    _, entropy, targets = source.conditionals(tokens, lengths)
+    written = targets & (torch.arange(tokens.shape[1]) >= 4)
+    assert own["impossible_frac"] == 0 and own["disagreeing_verb_frac"] == 0
+    assert own["source_loss"] == pytest.approx(float(entropy[written].mean()), abs=0.02)
+    # a writer that forgets the subject: each verb's class drawn anew
+    verbs = written & (source.verb_class(tokens) >= 0)
+    shuffled = tokens.clone()
+    shuffled[verbs] = source.first_verb + torch.randint(
+        source.classes * source.verbs_per_class, (int(verbs.sum()),),
+        generator=torch.Generator().manual_seed(0))
+    forgetful = source.judge(shuffled, lengths, start=4)
+    wrong = 1 - 1 / source.classes
+    assert forgetful["disagreeing_verb_frac"] == pytest.approx(wrong, abs=0.03)
+    assert forgetful["impossible_frac"] == pytest.approx(
+        wrong * int(verbs.sum()) / forgetful["tokens"], abs=0.01)
+    assert forgetful["source_loss"] > own["source_loss"] + 1

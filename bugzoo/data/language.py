@@ -16,8 +16,9 @@ model that knows everything but the agreement (each verb's class unknown): the g
 two is what looking back over many tokens is worth.
 
 A fresh ``seed`` draws fresh sentences of the same language; ``grammar_seed`` draws another
-language. ``Split.y`` holds each sentence's agreement class, with which generated continuations
-can be checked: a verb that does not agree with its subject is a mistake.
+language. ``Split.y`` holds each sentence's agreement class. Sentences a model writes after a
+prompt are measured against the source by :meth:`Source.judge`: tokens the language cannot
+produce, verbs that disagree with their subject, and the source's loss on what was written.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from bugzoo.data.base import DataBundle, Split
 
 PAD_ID, BOS_ID, EOS_ID = 0, 1, 2
 SPECIAL = 3  # ids below this are <pad>, <bos>, <eos>
+IMPOSSIBLE = 1e-6  # the probability :meth:`Source.judge` counts for a token the source never writes
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,22 @@ class Source:
             state = torch.where(is_filler, filler, state)
             ended = ended | (token == EOS_ID)
         return log_p, entropy, targets
+
+    def judge(self, tokens: Tensor, lengths: Tensor, start: int) -> dict[str, float]:
+        """Sentences a model wrote after a prompt (``tokens[:, :start]``), measured against the
+        source, as a user reading them would: the share of tokens the language cannot produce
+        there, the share of verbs that disagree with their subject, and the source's loss on the
+        written tokens (each probability floored at ``IMPOSSIBLE``, so that one impossible token
+        costs a fixed, large amount instead of making the mean infinite)."""
+        log_p, _, targets = self.conditionals(tokens, lengths)
+        written = targets & (torch.arange(tokens.shape[1]) >= start)
+        verbs = written & (self.verb_class(tokens) >= 0)
+        agrees = self.verb_class(tokens) == self.subject_class(tokens[:, 1])[:, None]
+        floored = log_p.clamp_min(math.log(IMPOSSIBLE))
+        return {"tokens": int(written.sum()),
+                "impossible_frac": float((log_p[written] == -math.inf).float().mean()),
+                "disagreeing_verb_frac": float((~agrees[verbs]).float().mean()),
+                "source_loss": float(-floored[written].mean())}
 
     def mean_entropy(self, split: Split, agreement: bool = True) -> float:
         """The mean conditional entropy (nats) over a split's target tokens: the expected loss
