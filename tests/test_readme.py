@@ -384,7 +384,8 @@ def test_the_sweep_profile_and_efficiency_are_quoted_as_measured():
             f"{phase('telemetry')}, the detectors' calls {phase('detector calls')}, Hydra's "
             f"composition {phase('composition')} and the loop's own code between the phases "
             f"{phase('the rest')}") in text
-    assert {phase(p) for p in ("build", "evaluation", "the twin run", "writing")} == {"1%"}
+    small = sorted({phase(p) for p in ("build", "evaluation", "the twin run", "writing")})
+    assert f"the run folder take {'-'.join(small).replace('%-', '-')}" in text
     assert phase("data generation") == "0%"
     assert (f"pooled runs hold {slot('held by pooled'):.0%} of the slot time (wall time x "
             f"workers), isolated runs {slot('held by isolated'):.0%}, and slots stand idle for "
