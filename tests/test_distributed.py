@@ -16,10 +16,12 @@ from omegaconf import OmegaConf
 
 from bugzoo.config import resolved
 from bugzoo.detector_registry import load_detector
+from bugzoo.harness import store
 from bugzoo.harness.distributed import _backend, _kill, _rank_process, _wait
-from bugzoo.harness.pool import parked_workers
+from bugzoo.harness.pool import RunTask, parked_workers, run_tasks
 from bugzoo.harness.processes import server_pids, worker_context
 from bugzoo.harness.runner import execute
+from bugzoo.scenarios import get_scenario
 from bugzoo.telemetry import TIMING_COLUMNS
 
 STEPS, ONSET, PG_TIMEOUT_S, RUN_TIMEOUT_S = 40, 10, 3, 90
@@ -143,6 +145,17 @@ def test_ddp_unsynced_ranks_drift_apart(clean):
     # the cross-rank checksum sees it at the first check and names the rank
     [alarm] = result.alarms.to_dict("records")
     assert (alarm["step"], alarm["category"]) == (0, "distributed") and "[1]" in alarm["message"]
+
+
+def test_a_sweeps_one_run_process_forks_its_ranks_and_they_train_as_the_servers_would(tmp_path):
+    """In a sweep, a distributed run's own process (a fresh copy of the fork server) forks its
+    ranks itself; they train bitwise as ranks forked by the server do."""
+    task = RunTask(get_scenario("mlp-ddp_unsynced"), 0, SHORT, (), str(tmp_path), isolate=True,
+                   timeout_s=RUN_TIMEOUT_S)
+    assert [r["outcome"] for r in run_tasks([task], workers=1)] == ["completed"]
+    direct = execute(task.compose()).summary
+    assert store.read_summary(task.path)["trace_digest"] == direct["trace_digest"]
+    assert children_of(os.getpid()) == []
 
 
 def start_a_lone_rank(run_dir: Path) -> None:

@@ -1,7 +1,8 @@
 """Distributed runs: one scenario trained by several ranks under ``torch.distributed``.
 
-``execute_distributed`` starts one process per rank from the fork server
-(:mod:`bugzoo.harness.processes`, torch already imported), each in its own session so a stuck
+``execute_distributed`` forks one process per rank from the fork server, or from a sweep's
+one-run process, itself a fresh copy of the server (:mod:`bugzoo.harness.processes`: torch
+already imported either way), each in its own session so a stuck
 rank and anything it started can be killed as a group, and each ending itself if the process
 that started it dies. Ranks meet on loopback through a file store
 and use gloo on CPU (NCCL when there is one GPU per rank). Each rank builds a
@@ -48,7 +49,7 @@ from bugzoo.data import BatchLoader
 from bugzoo.detector import Detector
 from bugzoo.harness import store
 from bugzoo.harness.budget import budget_scope
-from bugzoo.harness.processes import worker_context
+from bugzoo.harness.processes import rank_context
 from bugzoo.harness.record import DetectorStatus, RunResult, build_summary
 from bugzoo.harness.setup_digest import setup_digest
 from bugzoo.harness.watch import call_all, observer, run_facts, run_view, watches_for
@@ -253,7 +254,7 @@ def execute_distributed(cfg: DictConfig, detectors: list[Detector] = (), bug: Bu
         _write_atomic(run_dir / "job.pkl", {"config": resolved(cfg), "world_size": world_size,
                                              "backend": backend, "detectors": list(detectors),
                                              "bug": bug, "armed": armed})
-        context = worker_context()
+        context = rank_context()
         procs = [context.Process(target=_rank_process, args=(run_dir, rank, environment),
                                  name=f"rank{rank}") for rank in range(world_size)]
         try:

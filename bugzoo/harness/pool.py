@@ -37,7 +37,7 @@ from bugzoo.bugs import get_bug
 from bugzoo.config import compose_run, resolved
 from bugzoo.detector_registry import load_detector
 from bugzoo.harness import store
-from bugzoo.harness.processes import environment_key, worker_context
+from bugzoo.harness.processes import environment_key, mark_server_copy, worker_context
 from bugzoo.harness.record import DetectorStatus, PartialRun, build_summary
 from bugzoo.harness.runner import execute
 from bugzoo.models import get_model
@@ -171,8 +171,10 @@ def _give_up(task: RunTask, partial: PartialRun) -> None:
 
 
 def _one_run_main(task: RunTask) -> None:
-    """Entry of a one-run process (a risky task): run it, store it, exit."""
+    """Entry of a one-run process (a risky task): run it, store it, exit. A run on several
+    ranks forks them from here, a fresh copy of the fork server."""
     _init_worker()
+    mark_server_copy()
     run_task(task)
 
 

@@ -39,6 +39,7 @@ _retired: list[int] = []  # servers of an older environment, left to exit with t
 # one thread at a time restarts the server or collects retired ones (task validation starts a
 # script and its twin from two threads)
 _lock = threading.RLock()
+_server_copy = False  # this process is a fresh copy of the server (see mark_server_copy)
 
 
 def environment_key() -> int:
@@ -65,6 +66,21 @@ def worker_context() -> BaseContext:
             _server_environment = key
         _reap_retired()
         return context
+
+
+def mark_server_copy() -> None:
+    """Declare this process a fresh copy of the fork server: forked from it, with its imports,
+    and no torch work done yet (a sweep's one-run process, before its run). Its ranks are then
+    forked from it directly (:func:`rank_context`), as the server would fork them, instead of
+    from a server of its own that would import everything again."""
+    global _server_copy
+    _server_copy = True
+
+
+def rank_context() -> BaseContext:
+    """The context to start a distributed run's ranks from: this process itself when it is a
+    fresh copy of the server (:func:`mark_server_copy`), else the fork server."""
+    return multiprocessing.get_context("fork") if _server_copy else worker_context()
 
 
 def _environment() -> frozenset[tuple[str, str]]:
