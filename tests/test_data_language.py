@@ -41,6 +41,9 @@ def test_a_sentence_is_bos_subject_words_eos_then_padding_and_its_verbs_agree():
     assert (verb_classes == classes[:, None])[is_verb].all(), "a verb disagrees with its subject"
     assert abs(is_verb.sum() / words.sum() - source.verb_rate) < 0.01
     assert ((tokens >= source.first_filler) | is_verb | ~words).all()
+    names = source.vocabulary()
+    assert len(names) == source.vocab_size
+    assert names[int(tokens[0, 1])] == f"s{int(classes[0])}.{int(tokens[0, 1] - 3) % 4}"
 
 
 def test_the_sources_loss_on_its_own_sentences_is_its_entropy():
