@@ -19,7 +19,7 @@ from bugzoo.detector_registry import load_detector
 from bugzoo.harness import store
 from bugzoo.harness.distributed import _backend, _kill, _rank_process, _wait
 from bugzoo.harness.pool import RunTask, parked_workers, run_tasks
-from bugzoo.harness.processes import server_pids, worker_context
+from bugzoo.harness.processes import mark_server_copy, rank_context, server_pids, worker_context
 from bugzoo.harness.runner import execute
 from bugzoo.scenarios import get_scenario
 from bugzoo.telemetry import TIMING_COLUMNS
@@ -158,20 +158,24 @@ def test_a_sweeps_one_run_process_forks_its_ranks_and_they_train_as_the_servers_
     assert children_of(os.getpid()) == []
 
 
-def start_a_lone_rank(run_dir: Path) -> None:
-    """Start rank 0 of a 2-rank run whose rank 1 never comes, note its pid, and wait."""
-    rank = worker_context().Process(target=_rank_process, args=(run_dir, 0, {}))
+def start_a_lone_rank(run_dir: Path, server_copy: bool) -> None:
+    """Start rank 0 of a 2-rank run whose rank 1 never comes, note its pid, and wait. A sweep's
+    one-run process (``server_copy``) forks it itself; any other process asks its server."""
+    if server_copy:
+        mark_server_copy()
+    rank = rank_context().Process(target=_rank_process, args=(run_dir, 0, {}))
     rank.start()
     (run_dir / "rank0.pid").write_text(str(rank.pid))
     time.sleep(120)
 
 
-def test_a_rank_ends_when_the_run_that_started_it_is_killed(tmp_path):
+@pytest.mark.parametrize("server_copy", [False, True], ids=["from-the-server", "forked-here"])
+def test_a_rank_ends_when_the_run_that_started_it_is_killed(tmp_path, server_copy):
     cfg = quick_cfg("scenario=mlp-ddp_unsynced", "~bug", "harness.dist_timeout_s=120")
     (tmp_path / "job.pkl").write_bytes(pickle.dumps(
         {"config": resolved(cfg), "world_size": 2, "backend": "gloo", "detectors": [],
          "bug": None, "armed": True}))
-    starter = worker_context().Process(target=start_a_lone_rank, args=(tmp_path,))
+    starter = worker_context().Process(target=start_a_lone_rank, args=(tmp_path, server_copy))
     starter.start()
     deadline = time.monotonic() + 60
     while not (tmp_path / "rank0.pid").exists() and time.monotonic() < deadline:
