@@ -62,6 +62,14 @@ def live_in_group(group: int) -> list[int]:
     return found
 
 
+def wait_until(condition, timeout_s: float = 30) -> None:
+    """Poll ``condition`` until it holds; fail after ``timeout_s`` (a loaded machine is slow)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
 def stuck_rank() -> None:
     """A rank that is stuck, with a process of its own: a session, as a rank has, and a child."""
     os.setsid()
@@ -181,8 +189,7 @@ def test_a_rank_ends_when_the_run_that_started_it_is_killed(tmp_path, server_cop
     while not (tmp_path / "rank0.pid").exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     rank = int((tmp_path / "rank0.pid").read_text())
-    time.sleep(1)  # it waits for rank 1 in the rendezvous
-    assert live_in_group(rank) == [rank]
+    wait_until(lambda: live_in_group(rank) == [rank])  # in its session, waiting for rank 1
     starter.kill()  # as the OOM killer would
     starter.join()
     deadline = time.monotonic() + 15
@@ -196,7 +203,8 @@ def test_deadline_kills_every_rank_group():
     procs = [context.Process(target=stuck_rank) for _ in range(2)]
     for proc in procs:
         proc.start()
-    time.sleep(1)  # each has made its session and started its child
+    for proc in procs:  # each has made its session and started its child
+        wait_until(lambda proc=proc: len(live_in_group(proc.pid)) == 2)
     t0 = time.monotonic()
     assert _wait(procs, time.monotonic() + 0.5) is False
     _kill(procs)
