@@ -29,10 +29,8 @@ import pickle
 import signal
 import sys
 import tempfile
-import threading
 import time
 from datetime import timedelta
-from multiprocessing import parent_process
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
@@ -49,7 +47,7 @@ from bugzoo.data import BatchLoader
 from bugzoo.detector import Detector
 from bugzoo.harness import store
 from bugzoo.harness.budget import budget_scope
-from bugzoo.harness.processes import rank_context
+from bugzoo.harness.processes import exit_with_parent, rank_context
 from bugzoo.harness.record import DetectorStatus, RunResult, build_summary
 from bugzoo.harness.setup_digest import setup_digest
 from bugzoo.harness.watch import call_all, observer, run_facts, run_view, watches_for
@@ -180,13 +178,7 @@ def _rank_process(run_dir: Path, rank: int, environment: dict[str, str]) -> None
     """Entry of one rank's process, forked from the fork server: a session of its own, the
     run's environment, stdout to nowhere and stderr to its log; then :func:`rank_main`."""
     os.setsid()
-    starter = parent_process()
-
-    def exit_with_starter() -> None:  # a rank must not outlive the run that started it
-        starter.join()
-        os._exit(1)
-
-    threading.Thread(target=exit_with_starter, name="exit-with-starter", daemon=True).start()
+    exit_with_parent()  # a rank must not outlive the run that started it
     os.environ.update(environment)
     with open(os.devnull, "wb") as null, open(run_dir / f"rank{rank}.log", "wb") as log_file:
         os.dup2(null.fileno(), 1)

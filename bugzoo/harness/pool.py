@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import atexit
 import logging
-import multiprocessing
 import os
 import re
 import resource
@@ -37,7 +36,12 @@ from bugzoo.bugs import get_bug
 from bugzoo.config import compose_run, resolved
 from bugzoo.detector_registry import load_detector
 from bugzoo.harness import store
-from bugzoo.harness.processes import environment_key, mark_server_copy, worker_context
+from bugzoo.harness.processes import (
+    environment_key,
+    exit_with_parent,
+    mark_server_copy,
+    worker_context,
+)
 from bugzoo.harness.record import DetectorStatus, PartialRun, build_summary
 from bugzoo.harness.runner import execute
 from bugzoo.models import get_model
@@ -83,23 +87,9 @@ class RunTask:
         return compose_run([f"seed={self.seed}", *self.overrides], scenario=self.scenario)
 
 
-def _exit_with_parent() -> None:
-    """End this process as soon as the sweep that started it is gone, even killed with -9:
-    a killed sweep must leave no training process behind. (The sweep is not this process's
-    parent in the operating system's sense, the fork server is: it is watched through the
-    pipe it sent this process's start on, which closes when it dies.)"""
-    sweep = multiprocessing.parent_process()
-
-    def watch() -> None:
-        sweep.join()
-        os._exit(1)
-
-    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
-
-
 def _init_worker() -> None:
     """Start a sweep process: torch came in with this module, once per worker; one thread."""
-    _exit_with_parent()
+    exit_with_parent()
     torch.set_num_threads(1)
 
 

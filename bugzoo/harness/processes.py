@@ -83,6 +83,20 @@ def rank_context() -> BaseContext:
     return multiprocessing.get_context("fork") if _server_copy else worker_context()
 
 
+def exit_with_parent() -> None:
+    """End this process as soon as the process that started it is gone, even killed with -9:
+    a killed sweep or run must leave no training process behind. (The starter need not be this
+    process's parent in the operating system's sense, a fork server may be: it is watched
+    through the pipe it sent this process's start on, which closes when it dies.)"""
+    starter = multiprocessing.parent_process()
+
+    def watch() -> None:
+        starter.join()
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 def _environment() -> frozenset[tuple[str, str]]:
     return frozenset((k, v) for k, v in os.environ.items() if k not in VOLATILE)
 
