@@ -31,6 +31,7 @@ from bugzoo.models import build_model
 from bugzoo.telemetry import Observation, Telemetry
 
 Observer = Callable[[Observation], None]
+IGNORE = -100  # a target the loss skips (CrossEntropyLoss's ignore_index)
 
 
 def seed_everything(seed: int) -> None:
@@ -81,36 +82,73 @@ def resolve_device(name: str) -> torch.device:
 
 
 def count_correct(logits: Tensor, y: Tensor) -> int:
-    """How many rows of ``logits`` ([B, C]) put their highest score on their label ``y`` ([B])."""
+    """How many rows of ``logits`` ([B, C], or [B, S, V] per token) put their highest score on
+    their label ``y`` ([B], or [B, S]; an ``IGNORE`` label is never right)."""
     return (logits.argmax(-1) == y).sum().item()
+
+
+def shift_labels(labels: Tensor) -> Tensor:
+    """Next-token targets: position ``t`` is scored against token ``t + 1``; the last position
+    has no next token."""
+    return torch.cat([labels[:, 1:], torch.full_like(labels[:, :1], IGNORE)], dim=1)
+
+
+def mask_padding(targets: Tensor, pad_id: int) -> Tensor:
+    """Padding is no target: a position whose next token is padding is skipped by the loss."""
+    return targets.masked_fill(targets == pad_id, IGNORE)
+
+
+def batch_labels(batch: Batch) -> Tensor:
+    """A next-token batch's labels, trimmed to the width its tokens were trimmed to."""
+    return batch.y[:, : batch.inputs[0].shape[1]]
+
+
+def clean_targets(data: DataBundle) -> Callable[[Batch], Tensor]:
+    """What the clean code scores a batch's logits against: its labels, or for next-token data
+    each real token's next token."""
+    if not data.next_token:
+        return lambda batch: batch.y
+    return lambda batch: mask_padding(shift_labels(batch_labels(batch)), data.pad_id)
+
+
+def counted(targets: Tensor) -> int:
+    """How many targets the loss scores (those not ``IGNORE``)."""
+    return int((targets != IGNORE).sum())
 
 
 @torch.no_grad()
 def loss_and_accuracy(forward: Callable[[Batch], Tensor], batches: Iterable[Batch],
                       device: torch.device, autocast: Callable = nullcontext,
-                      correct_in: Callable[[Tensor, Tensor], int] = count_correct
+                      correct_in: Callable[[Tensor, Tensor], int] = count_correct,
+                      targets_of: Callable[[Batch], Tensor] = lambda batch: batch.y
                       ) -> tuple[float, float]:
-    """Mean cross-entropy and accuracy of ``forward`` over ``batches``, without gradients; each
-    batch's correct predictions counted by ``correct_in(logits, y)``."""
+    """Mean cross-entropy and accuracy of ``forward`` over every target of ``batches`` (each
+    batch's from ``targets_of``; per token for next-token data), without gradients; each
+    batch's correct predictions counted by ``correct_in(logits, targets)``."""
     total_loss, correct, count = 0.0, 0, 0
     for batch in batches:
         batch = batch.to(device)
+        targets = targets_of(batch)
         with autocast():
             logits = forward(batch)
-        total_loss += nn.functional.cross_entropy(logits.float(), batch.y, reduction="sum").item()
-        correct += correct_in(logits, batch.y)
-        count += len(batch.y)
+        total_loss += nn.functional.cross_entropy(logits.float().flatten(0, -2), targets.flatten(),
+                                                  reduction="sum").item()
+        correct += correct_in(logits, targets)
+        count += counted(targets)
     return total_loss / count, correct / count
 
 
-def measure(model: nn.Module, split, device: torch.device, batch_size: int = 500
+def measure(model: nn.Module, split, device: torch.device, batch_size: int = 500,
+            targets_of: Callable[[Batch], Tensor] = lambda batch: batch.y
             ) -> tuple[float, float]:
     """Loss and accuracy of ``model`` on a split in eval mode (the clean code: how the harness
-    measures the holdout split, whatever bug the run has)."""
+    measures the holdout split, whatever bug the run has; ``targets_of``: see
+    :func:`clean_targets`)."""
     was_training = model.training
     model.eval()
     result = loss_and_accuracy(lambda batch: model(*batch.inputs),
-                               BatchLoader(split, batch_size, shuffle=False), device)
+                               BatchLoader(split, batch_size, shuffle=False), device,
+                               targets_of=targets_of)
     model.train(was_training)
     return result
 
@@ -143,7 +181,7 @@ def outlier_batch(batch: Batch, num_classes: int, scale: float = 1e3) -> Batch:
     n = len(batch.y)
     inputs = tuple(t[:1].expand(n, *t.shape[1:]) * (scale if t.is_floating_point() else 1)
                    for t in batch.inputs)
-    return Batch(inputs, ((batch.y[:1] + 1) % num_classes).expand(n).clone())
+    return Batch(inputs, ((batch.y[:1] + 1) % num_classes).expand(n, *batch.y.shape[1:]).clone())
 
 
 class Trainer:
@@ -312,8 +350,32 @@ class Trainer:
     def forward(self, batch: Batch) -> Tensor:
         return self.model(*batch.inputs)
 
+    def targets(self, batch: Batch) -> Tensor:
+        """What the loss scores the logits against: the labels; for next-token data, each
+        position's next token (:meth:`shift_labels`) with padding masked out
+        (:meth:`mask_padding`)."""
+        if not self.data.next_token:
+            return batch.y
+        return self.mask_padding(self.shift_labels(batch_labels(batch)))
+
+    def shift_labels(self, labels: Tensor) -> Tensor:
+        return shift_labels(labels)
+
+    def mask_padding(self, targets: Tensor) -> Tensor:
+        return mask_padding(targets, self.data.pad_id)
+
     def compute_loss(self, logits: Tensor, y: Tensor) -> Tensor:
-        return self.loss_fn(logits, y)
+        """The mean loss over the batch's targets (per token, flattened, for next-token data)."""
+        return self.loss_fn(logits.flatten(0, -2), y.flatten())
+
+    def loss_divisor(self, targets: Tensor, step_targets: Sequence[Tensor]) -> float:
+        """What a micro-batch's mean loss is divided by, so that the step's loss is the mean over
+        all of the step's targets: the number of micro-batches when each holds as many targets;
+        for next-token data, whose micro-batches hold different numbers of real tokens, the
+        step's target count over the micro-batch's."""
+        if not self.data.next_token:
+            return len(step_targets)
+        return sum(counted(t) for t in step_targets) / counted(targets)
 
     def backward(self, loss: Tensor) -> None:
         (self.scaler.scale(loss) if self.scaler else loss).backward()
@@ -339,13 +401,14 @@ class Trainer:
 
     def train_step(self) -> Tensor:
         """Forward and backward over ``accumulate`` micro-batches; returns the mean loss."""
-        accumulate = int(self.cfg.optim.accumulate)
         self.zero_grad()
+        batches = [self.next_batch() for _ in range(int(self.cfg.optim.accumulate))]
+        targets = [self.targets(batch) for batch in batches]
         total = torch.zeros((), device=self.device)
-        for _ in range(accumulate):
-            batch = self.next_batch()
+        for batch, target in zip(batches, targets, strict=True):
             with self.autocast():
-                loss = self.compute_loss(self.forward(batch), batch.y) / accumulate
+                loss = (self.compute_loss(self.forward(batch), target)
+                        / self.loss_divisor(target, targets))
             self.backward(loss)
             total += loss.detach().float()
         return total
@@ -381,9 +444,29 @@ class Trainer:
         """Validation loss and accuracy in eval mode, without gradients; then back to train."""
         self.enter_eval()
         result = loss_and_accuracy(self.forward, self.val_loader, self.device, self.autocast,
-                                   self.count_correct)
+                                   self.count_correct, self.targets)
         self.leave_eval()
         return result
+
+    @torch.no_grad()
+    def generate(self, prompts: Tensor, max_tokens: int, generator: torch.Generator) -> Tensor:
+        """Continue left-padded prompts ``[B, P]`` as a user of the trained model does: in eval
+        mode, one token at a time, each sampled from the model's next-token distribution at the
+        row's last position, until the row has written ``<eos>`` or holds ``max_tokens`` real
+        tokens; a finished row is padded on the right while the others go on."""
+        pad_id, eos_id = self.data.pad_id, self.data.info["eos_id"]
+        self.enter_eval()
+        tokens = prompts.to(self.device)
+        done = (tokens != pad_id).sum(1) >= max_tokens
+        while not done.all():
+            with self.autocast():
+                logits = self.model(tokens)[:, -1].float()
+            word = torch.multinomial(logits.softmax(-1).cpu(), 1, generator=generator)
+            word = torch.where(done, pad_id, word.squeeze(1).to(self.device))
+            tokens = torch.cat([tokens, word[:, None]], dim=1)
+            done |= (word == eos_id) | ((tokens != pad_id).sum(1) >= max_tokens)
+        self.leave_eval()
+        return tokens
 
     def count_correct(self, logits: Tensor, y: Tensor) -> int:
         """How many of a validation batch's predictions are right (the accuracy's numerator)."""

@@ -52,6 +52,9 @@ class DataBundle:
     serve_pad_to: int | None = None  # serving pads every request batch to this fixed width
     vocab_size: int | None = None
     norm_dims: tuple[int, ...] | None = None  # dims to standardise over; None: raw tokens
+    # next-token data: each row's labels are its tokens, and a model predicts every token from
+    # the ones before it (``num_classes`` is then the vocabulary)
+    next_token: bool = False
     info: dict = field(default_factory=dict)
 
     def with_splits(self, **splits: Split) -> DataBundle:

@@ -16,7 +16,9 @@ model that knows everything but the agreement (each verb's class unknown): the g
 two is what looking back over many tokens is worth.
 
 A fresh ``seed`` draws fresh sentences of the same language; ``grammar_seed`` draws another
-language. ``Split.y`` holds each sentence's agreement class. Sentences a model writes after a
+language. The bundle is next-token data: ``Split.y`` holds each sentence's tokens (the labels a
+causal model is trained on, shifted by the training loop), and ``num_classes`` is the
+vocabulary; ``info["classes"]`` holds each split's agreement classes. Sentences a model writes after a
 prompt are measured against the source by :meth:`Source.judge`: tokens the language cannot
 produce, verbs that disagree with their subject, and the source's loss on what was written.
 """
@@ -44,9 +46,9 @@ class Source:
     classes: int = 4
     subjects_per_class: int = 4
     verbs_per_class: int = 4
-    fillers: int = 48
+    fillers: int = 32
     branching: int = 4
-    verb_rate: float = 0.15
+    verb_rate: float = 0.25
     min_len: int = 8
     max_len: int = 32
     grammar_seed: int = 0
@@ -223,11 +225,13 @@ def make_language(seed: int = 0, n_train: int = 4000, n_val: int = 1000, n_holdo
                                                torch.Generator().manual_seed(seed))
     cuts = {"train": slice(0, n_train), "val": slice(n_train, n_train + n_val),
             "holdout": slice(n_train + n_val, None)}
-    splits = {name: Split(tokens[rows], classes[rows], lengths[rows]) for name, rows in cuts.items()}
+    splits = {name: Split(tokens[rows], tokens[rows], lengths[rows])
+              for name, rows in cuts.items()}
     return DataBundle(
-        name="language", num_classes=language.classes, pad_id=PAD_ID,
-        vocab_size=language.vocab_size, **splits,
-        info={"source": asdict(language), "max_len": language.max_len + 1,
+        name="language", num_classes=language.vocab_size, pad_id=PAD_ID,
+        vocab_size=language.vocab_size, next_token=True, **splits,
+        info={"source": asdict(language), "max_len": language.max_len + 1, "eos_id": EOS_ID,
+              "classes": {name: classes[rows] for name, rows in cuts.items()},
               "entropy": {k: language.mean_entropy(s) for k, s in splits.items()},
               "local_entropy": {k: language.mean_entropy(s, agreement=False)
                                 for k, s in splits.items()}})

@@ -150,15 +150,18 @@ def build_summary(cfg: DictConfig, bug: Bug | None, *, armed: bool = True,
                   startup_s: float | None = None,
                   num_classes: int | None = None, dataset: str | None = None,
                   loss_floor: float = 0.0, holdout: tuple[float, float] | None = None,
-                  padding: list[dict] | None = None, device: str | None = None,
+                  padding: list[dict] | None = None, generation: dict | None = None,
+                  device: str | None = None,
                   world_size: int = 1, backend: str | None = None,
                   rank_errors: list | None = None,
                   rank_param_divergence: float | None = None,
                   setup_digest: str | None = None) -> dict:
     """Every key of a run's ``summary.json``: the trace metrics, the holdout measurement of a
     completed run, its serving check (``padding``: validation loss and accuracy per padding
-    width, the first as trained, the last as served), what ran (scenario, model, bug, seed,
-    ...), its ``role`` (``buggy``; ``control``, the disarmed twin of a buggy run; ``clean``), how
+    width, the first as trained, the last as served; for a language model, ``generation``: what
+    it wrote after prompts, judged against the source, and ``generation_gap``: the source's
+    loss on it minus the holdout loss as trained), what ran (scenario, model, bug, seed, ...),
+    its ``role`` (``buggy``; ``control``, the disarmed twin of a buggy run; ``clean``), how
     it ended (``startup_s``: how long building the run took, before its first step), its
     ``setup_digest`` (:mod:`.setup_digest`; None when it did not build), the ranks
     of a distributed run and each detector's status. The facts a
@@ -173,6 +176,9 @@ def build_summary(cfg: DictConfig, bug: Bug | None, *, armed: bool = True,
         as_trained, served = padding[0], padding[-1]
         summary.update(padding=padding, serve_acc=served["acc"],
                        serving_gap=as_trained["acc"] - served["acc"])
+    if outcome == "completed" and generation and holdout is not None:
+        summary.update(generation=generation, serve_loss=generation["source_loss"],
+                       generation_gap=generation["source_loss"] - holdout[0])
     summary.update(
         scenario=scenario_of(cfg), model=cfg.model.name, data=cfg.data.name,
         dataset=dataset or cfg.data.name, num_classes=num_classes, loss_floor=loss_floor,

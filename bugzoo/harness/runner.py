@@ -12,6 +12,7 @@ from omegaconf import DictConfig
 
 from bugzoo.bugs import Bug, get_bug, list_bugs
 from bugzoo.config import resolved
+from bugzoo.data.language import Source
 from bugzoo.detector import Detector
 from bugzoo.harness import distributed, store
 from bugzoo.harness.budget import budget_scope
@@ -20,7 +21,7 @@ from bugzoo.harness.setup_digest import setup_digest
 from bugzoo.harness.twin import twin_for
 from bugzoo.harness.watch import call_all, observer, run_facts, run_view, watches_for
 from bugzoo.telemetry import trace_tables
-from bugzoo.train import Trainer, measure, measure_padding, serving_widths
+from bugzoo.train import Trainer, clean_targets, measure, measure_padding, serving_widths
 
 log = logging.getLogger(__name__)
 
@@ -65,13 +66,15 @@ def execute(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = N
     wall_s = time.perf_counter() - start
     trace, layers = trace_tables(rows)
     completed = outcome == "completed"
-    holdout = measure(trainer.model, trainer.data.holdout, trainer.device) if completed else None
+    holdout = (measure(trainer.model, trainer.data.holdout, trainer.device,
+                       targets_of=clean_targets(trainer.data)) if completed else None)
     padding = serving_check(trainer) if completed else None
+    generation = generation_check(trainer) if completed and trainer.data.next_token else None
     summary = build_summary(
         cfg, bug, armed=armed, trace=trace, outcome=outcome, error=error, wall_s=wall_s,
         startup_s=startup_s, setup_digest=setup,
         detectors={w.detector.name: w.status(wall_s) for w in watches}, **run_facts(trainer),
-        holdout=holdout, padding=padding, device=str(trainer.device))
+        holdout=holdout, padding=padding, generation=generation, device=str(trainer.device))
     alarms = pd.DataFrame([a for w in watches for a in w.alarms], columns=store.ALARM_COLUMNS)
     return RunResult(resolved(cfg), trace, alarms, summary, layers, trainer=trainer)
 
@@ -83,6 +86,32 @@ def serving_check(trainer: Trainer) -> list[dict] | None:
     if not width:
         return None
     return measure_padding(trainer.model, trainer.data.val, serving_widths(width), trainer.device)
+
+
+GENERATION_PROMPTS = 200  # validation sentences whose openings the generation check continues
+
+
+def generation_check(trainer: Trainer) -> dict:
+    """The trained language model used as it is served: the openings of validation sentences
+    (``<bos>``, the subject and 0 to 4 more words), left-padded into one batch as a decoder-only
+    model is served, continued by :meth:`~bugzoo.train.Trainer.generate`, and what it wrote
+    judged against the known source (:meth:`~bugzoo.data.language.Source.judge`), with the
+    written sentences' mean length."""
+    data, pad_id = trainer.data, trainer.data.pad_id
+    n = min(GENERATION_PROMPTS, len(data.val))
+    sampler = torch.Generator().manual_seed(trainer.seed)
+    prompt_lengths = torch.randint(2, 7, (n,), generator=sampler)
+    width = int(prompt_lengths.max())
+    prompts = torch.full((n, width), pad_id, dtype=torch.long)
+    for row, length in enumerate(prompt_lengths.tolist()):
+        prompts[row, width - length:] = data.val.x[row, :length]
+    written = trainer.generate(prompts, data.info["max_len"], sampler).cpu()
+    real = written != pad_id  # left padding, then the sentence, then right padding once done
+    lengths = real.sum(1)
+    sentences = torch.full((n, int(lengths.max())), pad_id, dtype=torch.long)
+    sentences[torch.arange(sentences.shape[1]) < lengths[:, None]] = written[real]
+    judged = Source(**data.info["source"]).judge(sentences, lengths, prompt_lengths[:, None])
+    return {**judged, "mean_length": float(lengths.float().mean())}
 
 
 def execute_and_store(cfg: DictConfig, root, sweep: str, detectors: list[Detector] = (),

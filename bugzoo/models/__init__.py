@@ -36,7 +36,7 @@ class ModelSpec:
 
 
 # The built-in models, simplest first: the one list of them (each is bugzoo/models/<name>.py).
-BUILTIN = ("mlp", "lstm", "transformer", "resnet")
+BUILTIN = ("mlp", "lstm", "transformer", "resnet", "gpt")
 
 MODELS = Registry("model", "bugzoo.models",
                   lambda: {name: f"{__name__}.{name}:SPEC" for name in BUILTIN})
@@ -63,6 +63,8 @@ def build_model(name: str, data: DataBundle, **params) -> nn.Module:
     import torch  # here: listing models and bugs must not pay for torch
 
     model = get_model(name).build(data, **params)
+    if any(model.head.weight is p for p in model.backbone.parameters()):
+        return model  # a head tied to the input embedding keeps the embedding's initialisation
     with torch.no_grad():
         model.head.weight.mul_(0.1)
         model.head.bias.zero_()
