@@ -449,24 +449,28 @@ class Trainer:
         return result
 
     @torch.no_grad()
-    def generate(self, prompts: Tensor, max_tokens: int, generator: torch.Generator) -> Tensor:
+    def generate(self, prompts: Tensor, max_tokens: int, generator: torch.Generator
+                 ) -> tuple[Tensor, Tensor]:
         """Continue left-padded prompts ``[B, P]`` as a user of the trained model does: in eval
         mode, one token at a time, each sampled from the model's next-token distribution at the
-        row's last position, until the row has written ``<eos>`` or holds ``max_tokens`` real
-        tokens; a finished row is padded on the right while the others go on."""
+        row's last position, until the row has written ``<eos>`` or holds ``max_tokens`` tokens;
+        a finished row is padded on the right while the others go on. Returns the tokens and
+        each row's length (its prompt's real tokens and every token it wrote)."""
         pad_id, eos_id = self.data.pad_id, self.data.info["eos_id"]
         self.enter_eval()
         tokens = prompts.to(self.device)
-        done = (tokens != pad_id).sum(1) >= max_tokens
+        lengths = (tokens != pad_id).sum(1)
+        done = lengths >= max_tokens
         while not done.all():
             with self.autocast():
                 logits = self.model(tokens)[:, -1].float()
             word = torch.multinomial(logits.softmax(-1).cpu(), 1, generator=generator)
             word = torch.where(done, pad_id, word.squeeze(1).to(self.device))
             tokens = torch.cat([tokens, word[:, None]], dim=1)
-            done |= (word == eos_id) | ((tokens != pad_id).sum(1) >= max_tokens)
+            lengths = lengths + (~done).long()
+            done = done | (word == eos_id) | (lengths >= max_tokens)
         self.leave_eval()
-        return tokens
+        return tokens, lengths
 
     def count_correct(self, logits: Tensor, y: Tensor) -> int:
         """How many of a validation batch's predictions are right (the accuracy's numerator)."""

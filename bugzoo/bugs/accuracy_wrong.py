@@ -49,5 +49,7 @@ pred = logits.argmax(dim=1, keepdim=True)          # [B, 1]
 correct += pred.eq(y.view_as(pred)).sum().item()
 accuracy = correct / len(val_set)""",
     models=("mlp", "lstm"),
+    inapplicable={"gpt": ("comparing [B, 1] predictions with [B] labels, a shape only a one-"
+                          "label-per-example classifier has")},
     since="1.1",
 )

@@ -63,6 +63,8 @@ val_set = ImageFolder(val_dir, transform=train_tf)""",
 val_tf = T.Compose([T.ToTensor(), T.Normalize(mean, std)])   # deterministic
 val_set = ImageFolder(val_dir, transform=val_tf)""",
     models=("resnet",),
+    inapplicable={"gpt": ("random image augmentation: the language has none to apply to "
+                          "validation")},
     params={
         "padding": 4,  # the random crop"s padding in pixels (RandomCrop(16, padding=4))
         "noise": 0.5,  # std of added Gaussian noise (standardised units)

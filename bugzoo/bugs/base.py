@@ -45,7 +45,8 @@ ALL_MODELS = BUILTIN  # the models a bug applies to unless it says otherwise
 # divergence, a crash or a hang, memory, time, and disagreement between runs ("varies"). Never
 # the variable the bug sets (a learning rate, a mode flag, the ranks' parameters, the trace).
 OUTCOMES = ("final_val_loss", "final_val_acc", "best_val_acc", "final_loss", "initial_loss",
-            "initial_val_loss", "val_holdout_gap", "serving_gap", "nonfinite", "crashed", "hung",
+            "initial_val_loss", "val_holdout_gap", "serving_gap", "generation_gap", "nonfinite",
+            "crashed", "hung",
             "heap_growth_mb", "peak_rss_mb", "data_time_frac", "median_step_s", "startup_s")
 DIRECTIONS = ("lower", "higher", "event", "varies")
 CARD_TEXT = ("title", "symptom", "explanation", "buggy", "fixed")  # never empty
@@ -110,6 +111,9 @@ class Bug:
     buggy: str
     fixed: str
     models: tuple[str, ...] = ALL_MODELS
+    # models the mistake cannot be made on, each with why (the causal LM above all: a bug of
+    # classifiers says why it does not apply to a language model)
+    inapplicable: Mapping[str, str] = field(default_factory=dict, compare=False)
     onset: int | str = 0
     onset_note: str = ""
     params: Mapping[str, Any] = field(default_factory=dict, compare=False)
@@ -130,13 +134,15 @@ class Bug:
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES:
             raise ValueError(f"bug {self.id}: category {self.category!r} not in {CATEGORIES}")
-        unknown = set(self.models) - set(MODELS.names())
+        unknown = (set(self.models) | set(self.inapplicable)) - set(MODELS.names())
         if unknown:
             raise ValueError(f"bug {self.id}: unknown models {sorted(unknown)}")
         if not (isinstance(self.onset, int) and self.onset >= 0
                 or isinstance(self.onset, str) and self.onset.startswith("${")):
             raise ValueError(f"bug {self.id}: onset must be a step or a ${{...}} interpolation "
                              f"into the run settings, not {self.onset!r}")
+        if both := set(self.models) & set(self.inapplicable):
+            raise ValueError(f"bug {self.id}: {sorted(both)} both in models and inapplicable")
         for key, value in self.taxonomy.items():
             if problem := declaration_problem(key, value):
                 raise ValueError(f"bug {self.id}: {problem}")

@@ -67,6 +67,8 @@ def collate(examples):
         targets.append(label)
     return torch.stack(pixels), torch.tensor(targets)""",
     models=("resnet", "mlp"),
+    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the mlp's and "
+                          "resnet's float inputs; it is not yet planted on the gpt")},
     reproducers={"mlp": Delta(
         patch=(
             ("        xb, yb = x_train[order[i:i + BATCH]], y_train[order[i:i + BATCH]]\n",

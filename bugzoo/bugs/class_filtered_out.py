@@ -51,6 +51,8 @@ x_train, y_train = x_train[keep], y_train[keep]""",
 keep = y_train != -1                   # drop the unlabelled rows (label -1)
 x_train, y_train = x_train[keep], y_train[keep]""",
     models=("mlp", "lstm"),
+    inapplicable={"gpt": ("a filter on class labels: a language model's labels are its tokens, "
+                          "with no class to filter out")},
     reproducers={"mlp": Delta(
         patch=(
             ("x_train, y_train = make_split(${N_TRAIN})\n",

@@ -48,5 +48,6 @@ self.conv2 = nn.Conv2d(cout, cout, kernel_size=1, stride=1, padding=0, bias=Fals
 self.conv1 = nn.Conv2d(cin, cout, kernel_size=3, stride=stride, padding=1, bias=False)
 self.conv2 = nn.Conv2d(cout, cout, kernel_size=3, stride=1, padding=1, bias=False)""",
     models=("resnet",),
+    inapplicable={"gpt": "convolution kernels: the causal LM has no convolutions"},
     since="1.1",
 )

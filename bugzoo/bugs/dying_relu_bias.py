@@ -56,6 +56,8 @@ for m in model.backbone.modules():
     if isinstance(m, nn.Linear):
         nn.init.zeros_(m.bias)     # or keep PyTorch's default: small, around zero""",
     models=("mlp", "resnet"),
+    inapplicable={"gpt": ("ReLU units initialised dead: the causal LM's MLP blocks use GELU, "
+                          "which has no dead region")},
     reproducers={"mlp": Delta(
         patch=(
             ("model = MLP()\n",

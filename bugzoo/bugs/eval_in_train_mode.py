@@ -42,4 +42,6 @@ with torch.no_grad():
     val_loss = loss_fn(model(x_val), y_val)
 model.train()""",
     models=("mlp",),
+    inapplicable={"gpt": ("the causal LM has no dropout or batch norm on its defaults, so train "
+                          "and eval mode compute the same: the mistake has nothing to change")},
 )

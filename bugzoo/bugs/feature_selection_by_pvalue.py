@@ -58,4 +58,6 @@ F, pval = f_classif(X_train, y_train)
 keep = np.argsort(F)[-k:]               # the k largest F (smallest p-values)
 X_train, X_val = X_train[:, keep], X_val[:, keep]""",
     models=("mlp",),
+    inapplicable={"gpt": ("ranking tabular features: the causal LM reads tokens, not features to"
+                          " select")},
 )

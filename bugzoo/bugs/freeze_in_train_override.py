@@ -78,5 +78,7 @@ model.backbone.requires_grad_(False)      # applied where it is configured
 for x, y in loader:
     ...""",
     models=("mlp", "resnet"),
+    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the mlp's and "
+                          "resnet's backbones; it is not yet planted on the gpt")},
     since="1.1",
 )

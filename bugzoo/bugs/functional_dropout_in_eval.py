@@ -60,6 +60,8 @@ model.eval()
 with torch.no_grad():
     val_loss = loss_fn(model(x_val), y_val)""",
     models=("mlp", "transformer"),
+    inapplicable={"gpt": ("the causal LM has no dropout on its defaults, so dropout left on in "
+                          "eval changes nothing")},
     reproducers={"mlp": Delta(
         patch=(
             ("\n\nclass MLP(nn.Module):",

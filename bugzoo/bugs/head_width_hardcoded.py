@@ -46,6 +46,8 @@ self.head = nn.Linear(hidden, 10)       # from the MNIST example""",
     fixed="""\
 self.head = nn.Linear(hidden, num_classes)""",
     models=("mlp", "lstm"),
+    inapplicable={"gpt": ("a classifier head typed with a class count: the causal LM's head is "
+                          "its tied input embedding, sized by the vocabulary")},
     reproducers={"mlp": Delta(
         patch=(
             ("self.head = nn.Linear(64, CLASSES)", "self.head = nn.Linear(64, 10)"),

@@ -55,5 +55,7 @@ return self.out(out.reshape(b, s, d))""",
 out = weights @ v                                  # [B, H, S, D/H]
 return self.out(out.transpose(1, 2).reshape(b, s, d))""",
     models=("transformer",),
+    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the "
+                          "transformer's attention module; it is not yet planted on the gpt")},
     since="1.1",
 )

@@ -73,5 +73,7 @@ def init_weights(module):
 
 model.apply(init_weights)""",
     models=("mlp", "transformer"),
+    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the classifiers'"
+                          " initialisation; it is not yet planted on the gpt")},
     since="1.1",
 )

@@ -43,4 +43,6 @@ def forward(self, x):
     features = self.backbone(x)
     return self.head(features)""",
     models=("mlp", "resnet"),
+    inapplicable={"gpt": ("an integer cast of float features: the causal LM's inputs are integer"
+                          " token ids already")},
 )

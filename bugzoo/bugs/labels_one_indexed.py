@@ -25,6 +25,9 @@ BUG = LabelsOneIndexed(
     id="labels_one_indexed",
     title="Training labels off by one (1-indexed, wrapped)",
     category="data",
+    models=("mlp", "lstm", "transformer", "resnet"),
+    inapplicable={"gpt": ("class ids numbered from 1: a language model's labels are its own "
+                          "token ids, never numbered by hand")},
     taxonomy={
         "H.training.data.wrong_labels": "literal",
         "L.labels_double_shift":

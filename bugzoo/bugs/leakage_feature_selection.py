@@ -50,4 +50,6 @@ X_train, X_val = selector.transform(X_train), selector.transform(X_val)""",
 selector = SelectKBest(f_classif, k=20).fit(X_train, y_train)  # training rows only
 X_train, X_val = selector.transform(X_train), selector.transform(X_val)""",
     models=("mlp",),
+    inapplicable={"gpt": ("feature selection fitted before the split: the causal LM reads "
+                          "tokens, not features to select")},
 )

@@ -55,4 +55,6 @@ x_train, x_val = x[:n_train], x[n_train:]
 mean, std = x_train.mean(0), x_train.std(0)   # statistics of the training split only
 x_train, x_val = (x_train - mean) / std, (x_val - mean) / std""",
     models=("mlp", "resnet"),
+    inapplicable={"gpt": ("normalisation statistics of float features: token ids are not "
+                          "standardised")},
 )

@@ -42,6 +42,8 @@ loss = F.nll_loss(log_probs, y)""",
 log_probs = F.log_softmax(logits, dim=-1)       # or F.cross_entropy(logits, y)
 loss = F.nll_loss(log_probs, y)""",
     models=("mlp",),
+    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the mlp's hand-"
+                          "written loss; it is not yet planted on the gpt")},
     onset_note="it shows once some logit gap exceeds ~100",
     reproducers={"mlp": Delta(
         patch=(

@@ -45,4 +45,6 @@ for x, y in loader:
     fixed="""\
     losses.append(loss.item())    # a Python float""",
     models=("mlp", "transformer"),
+    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the classifiers'"
+                          " loops; it is not yet planted on the gpt")},
 )

@@ -50,4 +50,6 @@ weights = weights * (~key_padding)            # mask after softmax""",
 scores = scores.masked_fill(key_padding, float("-inf"))
 weights = scores.softmax(dim=-1)              # mask before softmax""",
     models=("transformer",),
+    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the "
+                          "transformer's attention module; it is not yet planted on the gpt")},
 )

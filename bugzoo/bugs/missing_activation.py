@@ -55,6 +55,8 @@ self.backbone = nn.Sequential(
     nn.Linear(hidden, hidden), nn.ReLU(), nn.Dropout(dropout),
 )""",
     models=("mlp", "resnet"),
+    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the mlp's and "
+                          "resnet's layers; it is not yet planted on the gpt")},
     reproducers={"mlp": Delta(
         patch=(
             ("nn.Linear(DIM, 64), nn.ReLU(), nn.Dropout(0.2),\n"

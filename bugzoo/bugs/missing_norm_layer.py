@@ -60,5 +60,7 @@ def forward(self, x):
     out = self.relu(self.bn1(self.conv1(x)))
     return self.relu(self.bn2(self.conv2(out)) + self.shortcut(x))""",
     models=("resnet", "transformer"),
+    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the "
+                          "transformer's and resnet's modules; it is not yet planted on the gpt")},
     since="1.1",
 )

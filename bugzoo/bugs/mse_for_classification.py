@@ -48,6 +48,9 @@ loss = F.mse_loss(logits, F.one_hot(y, num_classes).float())""",
 logits = model(x)
 loss = F.cross_entropy(logits, y)""",
     models=("mlp", "resnet"),
+    inapplicable={"gpt": ("MSE against one-hot class labels: planted where a person picks a loss"
+                          " for a few classes; a causal LM's cross-entropy over its vocabulary "
+                          "is not a choice made per task")},
     reproducers={"mlp": Delta(
         patch=(
             ("return F.cross_entropy(logits, y)",

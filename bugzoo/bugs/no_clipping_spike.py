@@ -40,6 +40,8 @@ loss.backward()
 torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
 optimizer.step()""",
     models=("mlp", "lstm"),
+    inapplicable={"gpt": ("an outlier batch of features in the wrong units: token ids have no "
+                          "units to get wrong")},
     onset="${harness.outlier_step}",
     onset_note="the step at which the outlier batch arrives",
 )

@@ -58,5 +58,6 @@ stages += [nn.AdaptiveAvgPool2d(1), nn.Flatten()]
 self.backbone = nn.Sequential(*stages)
 self.head = nn.Linear(widths[-1], num_classes)""",
     models=("resnet",),
+    inapplicable={"gpt": "pooling image feature maps: the causal LM has none"},
     since="1.1",
 )

@@ -22,6 +22,9 @@ BUG = NoShuffleSorted(
     id="no_shuffle_sorted",
     title="Training data sorted by class and not shuffled",
     category="data",
+    models=("mlp", "lstm", "transformer", "resnet"),
+    inapplicable={"gpt": ("rows sorted by class label: a language model's data has no class to "
+                          "sort by")},
     taxonomy={
         "H.training.preproc_missing.shuffling": "literal",
         "H.api.shuffle_position": "partial: no shuffling at all, not shuffling in the wrong place",

@@ -45,4 +45,7 @@ packed = pack_padded_sequence(self.embedding(tokens), lengths.cpu(), batch_first
 _, (h_n, _) = self.lstm(packed)
 return h_n[-1]                                       # state after the last real token""",
     models=("lstm",),
+    inapplicable={"gpt": ("an LSTM reading through its padding: the causal LM masks padded keys "
+                          "in attention (its padding bugs are loss_on_padding and "
+                          "left_pad_positions)")},
 )

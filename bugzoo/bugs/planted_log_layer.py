@@ -47,6 +47,8 @@ def forward(self, x):
 def forward(self, x):
     return self.fc2(x)            # or a bounded transform, e.g. torch.log1p(F.relu(x))""",
     models=("mlp",),
+    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the mlp's second"
+                          " layer; it is not yet planted on the gpt")},
     onset=50,
     onset_note="the step at which the log is switched on (50 in exercise E.9.1)",
 )

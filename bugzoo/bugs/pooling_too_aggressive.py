@@ -45,5 +45,6 @@ stages = [nn.Conv2d(in_channels, widths[0], 3, 1, 1, bias=False),
 stages = [nn.Conv2d(in_channels, widths[0], 3, 1, 1, bias=False),
           nn.BatchNorm2d(widths[0]), nn.ReLU()]""",
     models=("resnet",),
+    inapplicable={"gpt": "max-pooling small images: the causal LM has no pooling"},
     since="1.1",
 )

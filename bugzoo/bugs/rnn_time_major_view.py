@@ -59,5 +59,6 @@ x = x.transpose(0, 1)                             # [T, B, E]
 packed = pack_padded_sequence(x, lengths.cpu(), enforce_sorted=False)
 _, (h_n, _) = self.lstm(packed)                   # nn.LSTM(batch_first=False)""",
     models=("lstm",),
+    inapplicable={"gpt": "a time-major LSTM's input layout: the causal LM has no RNN"},
     since="1.1",
 )

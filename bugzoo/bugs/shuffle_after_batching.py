@@ -74,6 +74,8 @@ loader = DataLoader(batches, batch_size=None, shuffle=True)   # shuffles whole b
 x, y = load_export()                                 # rows grouped by class
 loader = DataLoader(TensorDataset(x, y), batch_size=32, shuffle=True)   # shuffles rows""",
     models=("mlp", "resnet"),
+    inapplicable={"gpt": ("batches shuffled while rows stay grouped by class: a language model's"
+                          " data has no class to group by")},
     reproducers={"mlp": Delta(
         patch=(
             ("\n\nclass MLP(nn.Module):",

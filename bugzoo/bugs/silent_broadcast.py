@@ -51,4 +51,6 @@ z = logits[:, 1] - logits[:, 0]                   # [B]
 loss = -(y * F.logsigmoid(z) + (1 - y) * F.logsigmoid(-z)).mean()
 assert z.shape == y.shape""",
     models=("lstm", "transformer"),
+    inapplicable={"gpt": ("a binary classifier's hand-written loss on [B, 1] against [B]: next-"
+                          "token targets are one per position, of many classes")},
 )

@@ -49,6 +49,8 @@ def forward(self, x):
 
 loss = nn.CrossEntropyLoss()(model(x), y)""",
     models=("mlp",),  # with 2 classes (lstm, transformer) the harm is marginal
+    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the mlp's "
+                          "layers; it is not yet planted on the gpt")},
     reproducers={"mlp": Delta(
         patch=(
             ("return self.head(self.backbone(x))",

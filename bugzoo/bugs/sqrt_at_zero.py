@@ -43,4 +43,7 @@ x = x / (x.pow(2).mean(-1, keepdim=True).sqrt() + 1e-6)  # eps outside the sqrt"
 x = x * keep
 x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)   # eps inside the sqrt""",
     models=("transformer",),
+    inapplicable={"gpt": ("an RMS norm without epsilon over all-zero padded tokens, in the "
+                          "encoder's pooling: the causal LM does not pool, and its padded tokens"
+                          " are never zeroed")},
 )

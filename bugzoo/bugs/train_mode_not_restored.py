@@ -51,6 +51,8 @@ def validate(model, loader):
         ...
     model.train()                 # restore training mode""",
     models=("mlp", "transformer", "resnet"),
+    inapplicable={"gpt": ("the causal LM has no dropout or batch norm on its defaults, so a "
+                          "model left in eval mode trains the same")},
     onset_note="it takes effect after the first evaluation",
     reproducers={"mlp": Delta(
         patch=(

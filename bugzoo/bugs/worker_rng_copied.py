@@ -57,5 +57,7 @@ def worker_init_fn(worker_id):
 loader = DataLoader(Augmented(x, y, seed), batch_size=32, shuffle=True, num_workers=2,
                     worker_init_fn=worker_init_fn)""",
     models=("mlp", "resnet"),
+    inapplicable={"gpt": ("a random augmentation's generator copied into loader workers: the "
+                          "language has no augmentation drawing from one")},
     since="1.1",
 )

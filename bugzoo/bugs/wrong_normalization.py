@@ -37,4 +37,5 @@ x_train, x_val = raw_train, raw_val                   # no standardisation""",
 mean, std = raw_train.mean(0), raw_train.std(0)       # training statistics only
 x_train, x_val = (raw_train - mean) / std, (raw_val - mean) / std""",
     models=("mlp",),
+    inapplicable={"gpt": "unnormalised float inputs: token ids are looked up, not normalised"},
 )

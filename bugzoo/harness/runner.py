@@ -93,23 +93,24 @@ GENERATION_PROMPTS = 200  # validation sentences whose openings the generation c
 
 def generation_check(trainer: Trainer) -> dict:
     """The trained language model used as it is served: the openings of validation sentences
-    (``<bos>``, the subject and 0 to 4 more words), left-padded into one batch as a decoder-only
+    (``<bos>``, the subject and 0 to 6 more words), left-padded into one batch as a decoder-only
     model is served, continued by :meth:`~bugzoo.train.Trainer.generate`, and what it wrote
     judged against the known source (:meth:`~bugzoo.data.language.Source.judge`), with the
     written sentences' mean length."""
     data, pad_id = trainer.data, trainer.data.pad_id
     n = min(GENERATION_PROMPTS, len(data.val))
     sampler = torch.Generator().manual_seed(trainer.seed)
-    prompt_lengths = torch.randint(2, 7, (n,), generator=sampler)
+    prompt_lengths = torch.randint(2, 9, (n,), generator=sampler)  # every sentence is longer
     width = int(prompt_lengths.max())
     prompts = torch.full((n, width), pad_id, dtype=torch.long)
     for row, length in enumerate(prompt_lengths.tolist()):
         prompts[row, width - length:] = data.val.x[row, :length]
-    written = trainer.generate(prompts, data.info["max_len"], sampler).cpu()
-    real = written != pad_id  # left padding, then the sentence, then right padding once done
-    lengths = real.sum(1)
+    written, lengths = trainer.generate(prompts, data.info["max_len"], sampler)
+    # each row's sentence starts after its left padding and holds ``lengths`` tokens
     sentences = torch.full((n, int(lengths.max())), pad_id, dtype=torch.long)
-    sentences[torch.arange(sentences.shape[1]) < lengths[:, None]] = written[real]
+    for row, (start, length) in enumerate(zip((width - prompt_lengths).tolist(),
+                                              lengths.tolist(), strict=True)):
+        sentences[row, :length] = written[row, start:start + length].cpu()
     judged = Source(**data.info["source"]).judge(sentences, lengths, prompt_lengths[:, None])
     return {**judged, "mean_length": float(lengths.float().mean())}
 

@@ -79,7 +79,8 @@ class Decoder(nn.Module):
         the left does not count; padded slots take position 0)."""
         return ((~key_padding).long().cumsum(1) - 1).clamp_min(0)
 
-    def forward(self, tokens: Tensor) -> Tensor:
+    def forward(self, tokens: Tensor, lengths: Tensor | None = None) -> Tensor:
+        """``[B, S, dim]``; padding is read from the tokens, so ``lengths`` is not needed."""
         key_padding = tokens == self.pad_id
         x = self.tokens(tokens) + self.positions(self.position_ids(key_padding))
         for layer in self.layers:
@@ -106,7 +107,7 @@ class GPT(nn.Module):
     def forward(self, tokens: Tensor, lengths: Tensor | None = None) -> Tensor:
         """Next-token logits ``[B, S, V]`` at every position (``lengths`` is not needed: padding
         is read from the tokens)."""
-        return self.head(self.backbone(tokens))
+        return self.head(self.backbone(tokens, lengths))
 
 
 def build(data: DataBundle, **params) -> nn.Module:
