@@ -455,7 +455,8 @@ class Trainer:
         mode, one token at a time, each sampled from the model's next-token distribution at the
         row's last position, until the row has written ``<eos>`` or holds ``max_tokens`` tokens;
         a finished row is padded on the right while the others go on. Returns the tokens and
-        each row's length (its prompt's real tokens and every token it wrote)."""
+        each row's length (its prompt's real tokens and every token it wrote); a model whose
+        scores are not finite (a diverged run) cannot be sampled: FloatingPointError."""
         pad_id, eos_id = self.data.pad_id, self.data.info["eos_id"]
         self.enter_eval()
         tokens = prompts.to(self.device)
@@ -464,6 +465,8 @@ class Trainer:
         while not done.all():
             with self.autocast():
                 logits = self.model(tokens)[:, -1].float()
+            if not torch.isfinite(logits).all():
+                raise FloatingPointError("the model's next-token scores are not finite")
             word = torch.multinomial(logits.softmax(-1).cpu(), 1, generator=generator)
             word = torch.where(done, pad_id, word.squeeze(1).to(self.device))
             tokens = torch.cat([tokens, word[:, None]], dim=1)

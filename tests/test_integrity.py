@@ -139,6 +139,24 @@ def test_the_release_is_frozen():
     assert live["digest"] == committed["digest"]
 
 
+def test_a_bugs_export_deltas_are_not_part_of_the_release(tmp_path):
+    """An export delta makes a standalone script, never a run: adding or editing one leaves
+    the bug's release hash as it was, while any change to the plant or its card moves it."""
+    from pathlib import Path
+
+    from bugzoo import release
+
+    original = Path(__file__).resolve().parents[1] / "bugzoo" / "bugs" / "double_softmax.py"
+    text = original.read_text()
+    assert "reproducers=" in text
+    copy = tmp_path / "double_softmax.py"
+    copy.write_text(text.replace('"return torch.softmax(self.head(self.backbone(x)), dim=-1)"',
+                                 '"return self.head(self.backbone(x)).softmax(-1)"'))
+    assert release.bug_hash(copy) == release.bug_hash(original)
+    copy.write_text(text.replace(".softmax(dim=-1)\n", ".softmax(dim=0)\n", 1))
+    assert copy.read_text() != text and release.bug_hash(copy) != release.bug_hash(original)
+
+
 def test_the_trace_memoriser_wins_on_the_published_dev_traces_only():
     """On the dev split's published traces it "detects" the bugs, since every clean trace is
     one it has seen: the reason a citable board comes from the test split, where it scores 0

@@ -44,8 +44,11 @@ def test_the_page_scores_only_the_unseen_bugs_per_bug(later_bugs, tmp_path):
     assert (tmp_path / oos.OUT_OF_SAMPLE_FIGURE).read_bytes()[:4] == b"\x89PNG"
     assert f"]({oos.OUT_OF_SAMPLE_FIGURE})" in page
     boards = pd.read_csv(tmp_path / oos.OUT_OF_SAMPLE_TABLE)
-    assert set(boards["bug_set"]) == {"tuned-on", "unseen"}
+    assert set(boards["bug_set"]) == {"tuned-on", "unseen", "joined 9.9"}
     unseen = boards[boards["bug_set"] == "unseen"].set_index("detector")
+    one_release = boards[boards["bug_set"] == "joined 9.9"].set_index("detector")
+    assert one_release["score"].equals(unseen["score"])  # the only later release: the same
+    assert "## The unseen bugs by the release they joined" not in page
     visible = {"lr_too_high"}  # the mistake is a setting: its own section, not the headline
     assert unseen.loc["suite: built-ins", "bugs"] == len(LATER - visible)
     per_bug = page.split("## `suite: built-ins` per unseen bug")[1].split("\n## ")[0]
@@ -60,3 +63,20 @@ def test_the_committed_page_was_measured_with_the_detectors_as_they_are():
     makes this fail, and the page stays a record of the detectors before it."""
     page = (RESULTS / oos.OUT_OF_SAMPLE_FILE).read_text()
     assert f"detectors' code digest `{oos.detectors_digest()}`" in page
+
+
+def test_the_unseen_bugs_are_also_scored_by_the_release_they_joined(monkeypatch, tmp_path):
+    joined = {"double_softmax": "9.8", "missing_zero_grad": "9.9", "lr_too_high": "9.9"}
+    monkeypatch.setattr(oos, "get_bug", lambda b: replace(get_bug(b), since=joined[b])
+                        if b in joined else get_bug(b))
+    table = pd.read_parquet(RESULTS / "outcomes.parquet")
+    table = table[table["detector"].isin(["loss_plateau", "nonfinite", "always_alarm"])
+                  & (table["bug"].isin([*joined, "labels_misaligned"])
+                     | (table["run_role"] == "clean"))]
+    oos.write_out_of_sample(table, tmp_path, "bugzoo score x --publish", "stamp")
+    boards = pd.read_csv(tmp_path / oos.OUT_OF_SAMPLE_TABLE).set_index(["bug_set", "detector"])
+    assert boards.loc[("joined 9.8", "suite: built-ins"), "bugs"] == 1
+    assert boards.loc[("joined 9.9", "suite: built-ins"), "bugs"] == 1  # lr_too_high apart
+    section = (tmp_path / oos.OUT_OF_SAMPLE_FILE).read_text().split(
+        "## The unseen bugs by the release they joined")[1].split("\n## ")[0]
+    assert re.findall(r"^\| (9\.\d) \| suite: built-ins", section, re.M) == ["9.8", "9.9"]

@@ -85,7 +85,7 @@ def test_bug_not_applicable_names_models(capsys):
 # estimator and Gymnasium every environment.
 BUGS = list_bugs()
 SUMMARY_METRICS = {"crashed", "hung", "holdout_loss", "holdout_acc", "val_holdout_gap",
-                   "serving_gap", "rank_param_divergence"}
+                   "serving_gap", "generation_gap", "rank_param_divergence"}
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +108,16 @@ def test_every_bug_has_a_card_a_config_and_a_scenario_per_model(bug, summary_fie
     for model in bug.models:  # a scenario (an excluded one carries its reason)
         assert [s for s in list_scenarios() if s.bug == bug.id and s.model == model], (
             f"{bug.id} lists {model} but no scenario plants it there")
+
+
+@pytest.mark.parametrize("bug", BUGS, ids=[b.id for b in BUGS])
+def test_every_bug_is_planted_on_the_language_model_or_says_why_not(bug):
+    planted = "gpt" in bug.models
+    assert planted != ("gpt" in bug.inapplicable), (
+        f"{bug.id}: plant it on the gpt (a gpt-{bug.id} scenario) or say why it does not "
+        "apply (Bug.inapplicable)")
+    assert not planted or bug.inapplicable.get("gpt") is None
+    assert all(len(reason) > 40 for reason in bug.inapplicable.values())
 
 
 BUGGY = [s for s in list_scenarios() if not s.clean]

@@ -11,7 +11,15 @@ from bugzoo.cli import main
 from bugzoo.config import compose_run
 from bugzoo.harness.runner import execute
 from bugzoo.harness.sweep import select_scenarios
-from bugzoo.judge.validity import ALPHA, HEALTH_MARGIN, POWERED_SEEDS, compare, to_power
+from bugzoo.judge.validity import (
+    ALPHA,
+    ENTROPY_MARGIN,
+    GENERATION_MARGIN,
+    HEALTH_MARGIN,
+    POWERED_SEEDS,
+    compare,
+    to_power,
+)
 from bugzoo.scenarios import list_scenarios
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,3 +134,20 @@ def test_an_mlp_variant_trains_as_well_as_the_default(scenario, default_mlp_accu
 @pytest.fixture(scope="module")
 def default_mlp_accuracy() -> float:
     return execute(compose_run(["scenario=mlp-clean"])).summary["final_val_acc"]
+
+
+@pytest.mark.skipif(not (ROOT / "results" / "language.csv").is_file(),
+                    reason="results/language.csv not generated yet")
+def test_the_language_model_is_held_to_its_margins_over_five_seeds():
+    """The causal LM on its defaults ends above its source's entropy by at most the stated
+    margin, and writes about as well as it reads, on every seed validity measured; the page
+    shows the same rows."""
+    table = pd.read_csv(ROOT / "results" / "language.csv")
+    assert len(table) >= 5 and table["within"].all()
+    assert ((table["excess"] > 0) & (table["excess"] <= ENTROPY_MARGIN)).all()
+    assert (table["generation_gap"] <= GENERATION_MARGIN).all()
+    page = (ROOT / "results" / "validity.md").read_text()
+    section = page.split("## The language model against its source")[1]
+    assert f"**{len(table)} of {len(table)} seeds within.**" in section
+    for row in table.itertuples():
+        assert f"| {row.seed} | {row.final_val_loss:.3f} | {row.entropy_floor:.3f} |" in section

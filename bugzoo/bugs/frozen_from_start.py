@@ -16,6 +16,10 @@ BUG = FrozenFromStart(
     id="frozen_from_start",
     title="Backbone frozen from the start",
     category="optim",
+    models=("mlp", "lstm", "transformer", "resnet"),
+    inapplicable={"gpt": ("the gpt's output head is its input embedding, tied, so it is part of "
+                          "the backbone: freezing the backbone freezes every parameter and the "
+                          "first backward fails, a crash rather than the silent stall this bug is")},
     taxonomy={
         "T.pytorch-forum-84911": "literal",
         "T.mmpretrain-702": "partial: the opposite direction: layers meant to train stay frozen",

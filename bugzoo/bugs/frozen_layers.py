@@ -20,6 +20,10 @@ BUG = FrozenLayers(
     id="frozen_layers",
     title="Backbone frozen for warm-up is never unfrozen",
     category="optim",
+    models=("mlp", "lstm", "transformer", "resnet"),
+    inapplicable={"gpt": ("the gpt's output head is its input embedding, tied, so it is part of "
+                          "the backbone: freezing the backbone freezes every parameter and the "
+                          "first backward fails, a crash rather than the silent stall this bug is")},
     taxonomy={
         "H.api.missing_api_call": "literal",
         "T.mmpretrain-702": "partial: the opposite direction: layers meant to train stay frozen",

@@ -151,7 +151,7 @@ def build_summary(cfg: DictConfig, bug: Bug | None, *, armed: bool = True,
                   num_classes: int | None = None, dataset: str | None = None,
                   loss_floor: float = 0.0, holdout: tuple[float, float] | None = None,
                   padding: list[dict] | None = None, generation: dict | None = None,
-                  device: str | None = None,
+                  entropy_floor: float | None = None, device: str | None = None,
                   world_size: int = 1, backend: str | None = None,
                   rank_errors: list | None = None,
                   rank_param_divergence: float | None = None,
@@ -160,8 +160,9 @@ def build_summary(cfg: DictConfig, bug: Bug | None, *, armed: bool = True,
     completed run, its serving check (``padding``: validation loss and accuracy per padding
     width, the first as trained, the last as served; for a language model, ``generation``: what
     it wrote after prompts, judged against the source, and ``generation_gap``: the source's
-    loss on it minus the holdout loss as trained), what ran (scenario, model, bug, seed, ...),
-    its ``role`` (``buggy``; ``control``, the disarmed twin of a buggy run; ``clean``), how
+    loss on it minus the holdout loss as trained; ``entropy_floor``: the source's entropy over
+    the validation tokens, the lowest loss a model that only looks back can reach), what ran
+    (scenario, model, bug, seed, ...), its ``role`` (``buggy``; ``control``, the disarmed twin of a buggy run; ``clean``), how
     it ended (``startup_s``: how long building the run took, before its first step), its
     ``setup_digest`` (:mod:`.setup_digest`; None when it did not build), the ranks
     of a distributed run and each detector's status. The facts a
@@ -179,6 +180,8 @@ def build_summary(cfg: DictConfig, bug: Bug | None, *, armed: bool = True,
     if outcome == "completed" and generation and holdout is not None:
         summary.update(generation=generation, serve_loss=generation["source_loss"],
                        generation_gap=generation["source_loss"] - holdout[0])
+    if entropy_floor is not None:
+        summary["entropy_floor"] = entropy_floor
     summary.update(
         scenario=scenario_of(cfg), model=cfg.model.name, data=cfg.data.name,
         dataset=dataset or cfg.data.name, num_classes=num_classes, loss_floor=loss_floor,

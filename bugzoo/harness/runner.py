@@ -74,7 +74,8 @@ def execute(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = N
         cfg, bug, armed=armed, trace=trace, outcome=outcome, error=error, wall_s=wall_s,
         startup_s=startup_s, setup_digest=setup,
         detectors={w.detector.name: w.status(wall_s) for w in watches}, **run_facts(trainer),
-        holdout=holdout, padding=padding, generation=generation, device=str(trainer.device))
+        holdout=holdout, padding=padding, generation=generation,
+        entropy_floor=entropy_floor(trainer), device=str(trainer.device))
     alarms = pd.DataFrame([a for w in watches for a in w.alarms], columns=store.ALARM_COLUMNS)
     return RunResult(resolved(cfg), trace, alarms, summary, layers, trainer=trainer)
 
@@ -88,24 +89,38 @@ def serving_check(trainer: Trainer) -> list[dict] | None:
     return measure_padding(trainer.model, trainer.data.val, serving_widths(width), trainer.device)
 
 
+def entropy_floor(trainer: Trainer) -> float | None:
+    """For next-token data from a known source, the source's entropy over the validation
+    tokens; None otherwise (or when the run did not get as far as loading its data)."""
+    data = getattr(trainer, "data", None)
+    return data.info["entropy"]["val"] if data is not None and data.next_token else None
+
+
 GENERATION_PROMPTS = 200  # validation sentences whose openings the generation check continues
 
 
-def generation_check(trainer: Trainer) -> dict:
+def generation_check(trainer: Trainer) -> dict | None:
     """The trained language model used as it is served: the openings of validation sentences
-    (``<bos>``, the subject and 0 to 6 more words), left-padded into one batch as a decoder-only
-    model is served, continued by :meth:`~bugzoo.train.Trainer.generate`, and what it wrote
-    judged against the known source (:meth:`~bugzoo.data.language.Source.judge`), with the
-    written sentences' mean length."""
+    (``<bos>``, the subject and any number of words short of the end), left-padded into one
+    batch as a decoder-only model is served, continued by
+    :meth:`~bugzoo.train.Trainer.generate`, and what it wrote judged against the known source
+    (:meth:`~bugzoo.data.language.Source.judge`), with the sentences' mean length; None for a
+    model whose scores are not finite."""
     data, pad_id = trainer.data, trainer.data.pad_id
     n = min(GENERATION_PROMPTS, len(data.val))
     sampler = torch.Generator().manual_seed(trainer.seed)
-    prompt_lengths = torch.randint(2, 9, (n,), generator=sampler)  # every sentence is longer
+    # each sentence cut at a random point after its subject and before its <eos>
+    cut = torch.rand(n, generator=sampler)
+    prompt_lengths = 2 + (cut * (data.val.lengths[:n] - 2)).long()
     width = int(prompt_lengths.max())
     prompts = torch.full((n, width), pad_id, dtype=torch.long)
     for row, length in enumerate(prompt_lengths.tolist()):
         prompts[row, width - length:] = data.val.x[row, :length]
-    written, lengths = trainer.generate(prompts, data.info["max_len"], sampler)
+    try:
+        written, lengths = trainer.generate(prompts, data.info["max_len"], sampler)
+    except FloatingPointError as e:  # a diverged model writes nothing to judge
+        log.info("no generation check: %s", e)
+        return None
     # each row's sentence starts after its left padding and holds ``lengths`` tokens
     sentences = torch.full((n, int(lengths.max())), pad_id, dtype=torch.long)
     for row, (start, length) in enumerate(zip((width - prompt_lengths).tolist(),

@@ -59,6 +59,15 @@ def by_release(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                                                               & (joined != TUNED_ON))]
 
 
+def by_joined(unseen: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The unseen runs (suite rows included) by the release their bug joined, each with the
+    healthy variants' runs."""
+    joined = unseen["bug"].map(releases(unseen))
+    clean = unseen["run_role"] == "clean"
+    return {release: unseen[clean | (joined == release)]
+            for release in sorted(joined.dropna().unique())}
+
+
 def per_bug(runs: pd.DataFrame, detector: str) -> pd.DataFrame:
     """One row per bug for one detector or suite over its silent pairs: recall with its exact
     interval over the bug's judged pairs, control alarms, the paired score and the delays of
@@ -111,9 +120,13 @@ def write_out_of_sample(table: pd.DataFrame, folder: Path, command: str, stamp: 
     runs = with_suites(table)
     seen, unseen = by_release(runs)
     board_seen, board_unseen = leaderboard(seen), leaderboard(unseen)
+    per_release = {release: leaderboard(r) for release, r in by_joined(unseen).items()}
     (folder / OUT_OF_SAMPLE_FILE).write_text(
-        out_of_sample_page(runs, command, stamp, (seen, unseen), (board_seen, board_unseen)))
-    pd.concat([board_seen.assign(bug_set="tuned-on"), board_unseen.assign(bug_set="unseen")],
+        out_of_sample_page(runs, command, stamp, (seen, unseen), (board_seen, board_unseen),
+                           per_release))
+    pd.concat([board_seen.assign(bug_set="tuned-on"), board_unseen.assign(bug_set="unseen"),
+               *(board.assign(bug_set=f"joined {release}")
+                 for release, board in per_release.items())],
               ignore_index=True).to_csv(folder / OUT_OF_SAMPLE_TABLE, index=False)
     shown = board_unseen[board_unseen["detector"].isin(
         side_by_side(board_seen, board_unseen)["detector"])
@@ -125,12 +138,16 @@ def write_out_of_sample(table: pd.DataFrame, folder: Path, command: str, stamp: 
 
 def out_of_sample_page(table: pd.DataFrame, command: str, stamp: str,
                        split: tuple[pd.DataFrame, pd.DataFrame] | None = None,
-                       boards: tuple[pd.DataFrame, pd.DataFrame] | None = None) -> str:
-    """``results/out_of_sample.md`` from a sweep's outcome table (``split`` and ``boards``:
-    its runs by release and their leaderboards, when the caller has them already)."""
+                       boards: tuple[pd.DataFrame, pd.DataFrame] | None = None,
+                       per_release: dict[str, pd.DataFrame] | None = None) -> str:
+    """``results/out_of_sample.md`` from a sweep's outcome table (``split``, ``boards`` and
+    ``per_release``: its runs by release, their leaderboards and the unseen bugs' board per
+    release they joined, when the caller has them already)."""
     runs = with_suites(table)
     seen, unseen = split or by_release(runs)
     board_seen, board_unseen = boards or (leaderboard(seen), leaderboard(unseen))
+    if per_release is None:
+        per_release = {release: leaderboard(r) for release, r in by_joined(unseen).items()}
     joined = sorted(set(releases(unseen).values()))
     suite = board_unseen.set_index("detector").loc["suite: built-ins"]
     lines = [
@@ -148,6 +165,19 @@ def out_of_sample_page(table: pd.DataFrame, command: str, stamp: str,
         "## Unseen bugs beside the bugs the detectors were tuned on", "",
         markdown(side_by_side(board_seen, board_unseen)), "",
     ]
+    if len(per_release) > 1:
+        lines += ["## The unseen bugs by the release they joined", "",
+                  "Each release's bugs alone (with the healthy variants), scored by the same "
+                  "rules: the later the release, the further its bugs from what the detectors "
+                  "were tuned on.", "",
+                  markdown(pd.DataFrame([{
+                      "release": release, "detector": suite,
+                      "bugs (pairs)": f"{int(row['bugs'])} ({int(row['pairs'])})",
+                      "score": _interval(row, "score"), "recall": _interval(row, "recall"),
+                      "control alarms": _interval(row, "matched_false_alarm_rate")}
+                      for release, board in per_release.items()
+                      for suite, row in board.set_index("detector").iterrows() if suite in SUITES
+                  ])), ""]
     for name in SUITES:
         bugs = per_bug(unseen, name)
         if bugs.empty:  # a suite these detectors do not form

@@ -10,6 +10,7 @@ import torch
 from omegaconf import DictConfig
 
 from bugzoo.bugs import get_bug
+from bugzoo.data import Batch
 from bugzoo.train import Trainer
 
 
@@ -23,15 +24,15 @@ def overfit_single_batch(cfg: DictConfig, steps: int = 300, batch_size: int = 8,
     bug = get_bug(cfg.bug.id) if cfg.get("bug") else None
     trainer = Trainer(cfg, bug).build()
     index = torch.arange(batch_size)
-    batch_inputs = tuple(t.to(trainer.device) for t in trainer.data.train.inputs(index))
-    y = trainer.data.train.y[index].to(trainer.device)
-    model, loss_fn = trainer.model, trainer.loss_fn
+    batch = Batch(trainer.data.train.inputs(index), trainer.data.train.y[index]).to(trainer.device)
+    targets = trainer.targets(batch)  # the labels, or a language model's next tokens
+    model = trainer.model
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     model.train()
     losses: list[float] = []
     for _ in range(steps):
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model(*batch_inputs), y)
+        loss = trainer.compute_loss(model(*batch.inputs), targets)
         loss.backward()
         optimizer.step()
         losses.append(loss.item())

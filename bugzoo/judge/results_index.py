@@ -102,7 +102,11 @@ FIXED = [
           "solved rates over tasks with 95% intervals; the CSV has one row per solver and task",
           "`bugzoo task agents --set results/runs/tasks`"),
     Entry(("health.csv",), "Every clean scenario's validation accuracy over 5 seeds beside its "
-          "model's default (also the last section of `validity.md`)", "`bugzoo validate`",
+          "model's default (also a section of `validity.md`)", "`bugzoo validate`",
+          linked=False),
+    Entry(("language.csv",), "The causal language model on its defaults over 5 seeds: its "
+          "validation loss beside the source's entropy, and its generation gap, each against "
+          "its stated margin (also the last section of `validity.md`)", "`bugzoo validate`",
           linked=False),
     Entry(("curves/*.png", "curves/*.parquet"), "Symptom curves per bug (`<bug>.png`, and "
           "`<bug>-midrun.png` for bugs that start mid-run), with the plotted data",

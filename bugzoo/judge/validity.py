@@ -41,6 +41,14 @@ log = logging.getLogger(__name__)
 
 ALPHA = 0.01
 HEALTH_MARGIN = 0.10  # accuracy a healthy variant may lose to its model's default, on any seed
+# The language model on its defaults, against the source it learns (``language_table``):
+# validation loss at most this far above the source's entropy (nats per token: a perplexity
+# within e^0.1, about 10%, of the source's own)
+ENTROPY_MARGIN = 0.10
+# and sentences it writes scored by the source at most this far above its holdout loss (nats
+# per token). Sampling writes the mass a model still leaks to tokens the source never writes,
+# each scored at log(1 / IMPOSSIBLE) = 13.8 nats: a 3% leak alone costs 0.4 nats.
+GENERATION_MARGIN = 0.50
 VALIDITY_SEEDS = "0,1,2,3,4"
 POWERED_SEEDS = list(range(10))
 
@@ -223,8 +231,24 @@ def health_table(root: Path, scenarios: list[Scenario], seeds: list[int]) -> pd.
     return pd.DataFrame(rows)
 
 
+def language_table(root: Path, seeds: list[int]) -> pd.DataFrame:
+    """The causal language model on its defaults, one row per seed: its validation loss beside
+    the source's entropy (the floor), and the gap between the sentences it writes and the text
+    it reads (``generation_gap``), each within its margin or not."""
+    rows = []
+    for seed in seeds:
+        summary = store.read_summary(store.run_dir(root, "control", "gpt-clean", seed))
+        excess = summary["final_val_loss"] - summary["entropy_floor"]
+        rows.append({"seed": seed, "final_val_loss": summary["final_val_loss"],
+                     "entropy_floor": summary["entropy_floor"], "excess": excess,
+                     "generation_gap": summary["generation_gap"],
+                     "within": 0 < excess <= ENTROPY_MARGIN
+                     and summary["generation_gap"] <= GENERATION_MARGIN})
+    return pd.DataFrame(rows)
+
+
 def write_tables(table: pd.DataFrame, healthy: pd.DataFrame, out_dir: Path,
-                 command: str) -> None:
+                 command: str, language: pd.DataFrame | None = None) -> None:
     """``validity.csv``, ``health.csv`` and ``validity.md``: the default sweep's buggy
     scenarios, the unproven and the excluded ones with their reason and what they measured,
     then the health of the clean scenarios."""
@@ -284,6 +308,21 @@ def write_tables(table: pd.DataFrame, healthy: pd.DataFrame, out_dir: Path,
                   "healthy variants healthy.**", "",
                   markdown(shown[["scenario", "role", "description", "mean_val_acc",
                                   "min_val_acc", "default_val_acc", "healthy"]])]
+    if language is not None and len(language):
+        language.to_csv(out_dir / "language.csv", index=False)
+        shown = language.assign(**{c: language[c].map("{:.3f}".format) for c in (
+            "final_val_loss", "entropy_floor", "excess", "generation_gap")},
+            within=language.within.map({True: "yes", False: "**no**"}))
+        lines += ["", "## The language model against its source", "",
+                  "`gpt-clean` (the causal LM on its defaults) per seed: its final validation "
+                  "loss beside the entropy of the source that wrote the validation sentences, "
+                  "the lowest loss a model that only looks back can reach; and its generation "
+                  "gap, the source's loss on sentences the model writes after prompts minus "
+                  f"its holdout loss. Within: the loss ends above the floor by at most "
+                  f"{ENTROPY_MARGIN} nats and the gap is at most {GENERATION_MARGIN} nats.", "",
+                  f"**{int(language.within.sum())} of {len(language)} seeds within.**", "",
+                  markdown(shown[["seed", "final_val_loss", "entropy_floor", "excess",
+                                  "generation_gap", "within"]])]
     (out_dir / "validity.md").write_text("\n".join(lines) + "\n")
 
 
@@ -310,7 +349,9 @@ def main(argv: list[str]) -> int:
         table = summarise(root, plan.buggy, options.seeds,
                           dict.fromkeys(powered, POWERED_SEEDS))
     healthy = health_table(root, plan.clean, options.seeds)
-    write_tables(table, healthy, Path(args.out), command_line("validate", argv))
+    language = (language_table(root, options.seeds)
+                if any(s.id == "gpt-clean" for s in plan.clean) else None)
+    write_tables(table, healthy, Path(args.out), command_line("validate", argv), language)
     included = table[(table.excluded == "") & (table.unproven == "")] if len(table) else table
     print(f"{int(included.valid.sum()) if len(table) else 0} of {len(included)} default-sweep "
           f"scenarios valid -> {args.out}/validity.md")
@@ -322,4 +363,7 @@ def main(argv: list[str]) -> int:
     variants = healthy[healthy.role == "variant"] if len(healthy) else healthy
     if len(variants) and len(sick := variants[variants.healthy == False]):  # noqa: E712
         print("unhealthy variants: " + ", ".join(sick.scenario))
+    if language is not None and not language.within.all():
+        print("the language model missed its margins on seeds "
+              + ", ".join(map(str, language.seed[~language.within])))
     return 0

@@ -113,6 +113,7 @@ def bug_card(bug_id: str) -> str:
         f"{b.id} — {b.title}",
         f"  category: {b.category}   {'LOUD (crashes or hangs)' if b.loud else 'silent'}",
         f"  models:   {', '.join(b.models)}",
+        *(f"  not on {model}: {reason}" for model, reason in b.inapplicable.items()),
         f"  onset:    {b.onset_text}",
         f"  since:    bugzoo-bench {b.since}",
         f"  check:    {b.check.metric} {b.check.direction} than clean runs",

@@ -36,7 +36,8 @@ log = logging.getLogger(__name__)
 
 LETTERS = "ABCD"
 BARS = "▁▂▃▄▅▆▇█"
-SHOWN = ("final_val_acc", "final_val_loss", "max_grad_norm", "nonfinite", "crashed")
+SHOWN = ("final_val_acc", "final_val_loss", "entropy_floor", "max_grad_norm", "nonfinite",
+         "crashed")
 
 
 @dataclass
