@@ -10,6 +10,7 @@ from bugzoo.bugs import get_bug
 from bugzoo.config import compose_run
 from bugzoo.harness.record import trace_digest
 from bugzoo.harness.runner import execute
+from bugzoo.models import MODELS
 from bugzoo.scenarios import list_scenarios
 from bugzoo.telemetry import TIMING_COLUMNS
 
@@ -53,7 +54,7 @@ def worse(direction: str, buggy: list, clean: list) -> bool:
 @pytest.mark.parametrize("bug_id", LOOP_BUGS)
 def test_bug_has_config_and_scenarios(bug_id):
     bug = get_bug(bug_id)
-    assert set(bug.models) <= {"mlp", "lstm", "transformer", "resnet"}
+    assert set(bug.models) <= set(MODELS.names())
     for model in bug.models:
         cfg = compose_run([f"scenario={model}-{bug_id}"])
         assert cfg.bug.id == bug_id and cfg.model.name == model

@@ -68,8 +68,12 @@ def baselines(models: list[str], repeats: int = 3) -> pd.DataFrame:
         rows.append({
             "model": model, "initial_loss": round(s["initial_loss"], 3),
             "log_C": round(s["expected_initial_loss"], 3),
-            "overfit_step_below_0.05": overfit["reached_step"],
+            # the step its loss on one fixed batch came within 0.05 of that batch's floor (0,
+            # or for a language model what the batch's shared prefixes leave unpredictable)
+            "overfit_step_within_0.05": overfit["reached_step"],
             "final_val_acc": round(s["final_val_acc"], 3), "holdout_acc": round(s["holdout_acc"], 3),
+            "final_val_loss": round(s["final_val_loss"], 3),
+            "entropy_floor": round(s["entropy_floor"], 3) if "entropy_floor" in s else None,
             "wall_s_median_of_3": round(statistics.median(r["wall_s"] for r in runs), 2),
         })
     return pd.DataFrame(rows)

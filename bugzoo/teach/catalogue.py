@@ -83,6 +83,8 @@ OUTCOME_WORDS = {
     "initial_val_loss": "validation loss before training",
     "val_holdout_gap": "validation accuracy minus accuracy on data the run never saw",
     "serving_gap": "accuracy as trained minus accuracy as served",
+    "generation_gap": ("quality of the text the model writes, as the language scores it, "
+                       "minus its quality on text it reads"),
     "heap_growth_mb": "memory the process holds",
     "peak_rss_mb": "peak memory of the process",
     "data_time_frac": "share of each step spent waiting for data",
