@@ -188,6 +188,25 @@ def test_the_boards_overhead_is_the_run_weighted_paid_overhead():
     assert board().loc["suite: built-ins", "overhead"] == pytest.approx(expected, abs=0.005)
 
 
+def test_the_language_model_is_quoted_as_measured():
+    """README's causal-LM lines: its margins over 5 seeds (results/language.csv) and the frozen
+    detectors on the bugs that joined with it (results/out_of_sample.csv)."""
+    from bugzoo.judge.validity import ENTROPY_MARGIN, GENERATION_MARGIN
+
+    text = flat(README)
+    language = pd.read_csv(RESULTS / "language.csv")
+    assert (f"`gpt` ends {language['excess'].min():.2f}-{language['excess'].max():.2f} nats "
+            f"above the entropy of the language it learns on {int(language['within'].sum())} "
+            f"of {len(language)} seeds (margin {ENTROPY_MARGIN})") in text
+    assert (f"the source scores the sentences it writes within "
+            f"{language['generation_gap'].max():.2f} nats of its holdout loss (margin "
+            f"{GENERATION_MARGIN})") in text
+    split = pd.read_csv(RESULTS / "out_of_sample.csv").set_index(["bug_set", "detector"])
+    new = split.loc["joined 1.2", "suite: built-ins"]
+    assert (f"on the {int(new['bugs'])} silent bugs 1.2 added with the causal LM it scores "
+            f"{interval(new, 'score')}, recall {interval(new, 'recall')}") in text
+
+
 def test_quoted_validity_figures_match_committed_results():
     """The validity section's counts, weakest q-values and measured effects are validity.csv's."""
     text = flat(SCORING)
@@ -285,19 +304,24 @@ def test_the_suites_misses_and_false_alarms_are_the_published_outcomes():
 
 
 def out_of_sample_rows() -> str:
-    """The out-of-sample table of docs/pages/scoring.md, from results/out_of_sample.csv."""
+    """The out-of-sample table of docs/pages/scoring.md, from results/out_of_sample.csv: the
+    bugs the detectors were tuned on, every later bug, and each later release's apart."""
     table = pd.read_csv(RESULTS / "out_of_sample.csv").set_index(["bug_set", "detector"])
-    tuned, unseen = table.loc["tuned-on"], table.loc["unseen"]
+    releases = sorted(b.split()[1] for b in table.index.levels[0] if b.startswith("joined "))
+    sets = [table.loc["tuned-on"], table.loc["unseen"],
+            *(table.loc[f"joined {r}"] for r in releases)]
     suite = "suite: built-ins"
-    rows = ["| | tuned on: 1.0's bugs | unseen: 1.1's bugs |", "|---|---|---|",
+    header = ["tuned on: 1.0's bugs", "unseen: all later bugs",
+              *(f"of which {r}'s" for r in releases)]
+    rows = ["| | " + " | ".join(header) + " |", "|---" * (len(header) + 1) + "|",
             "| silent bugs (pairs) | " + " | ".join(
                 f"{int(t.loc[suite, 'bugs'])} ({int(t.loc[suite, 'pairs'])})"
-                for t in (tuned, unseen)) + " |"]
+                for t in sets) + " |"]
     for detector, key, label in ((suite, "score", "score"), (suite, "recall", "recall"),
                                  (suite, "matched_false_alarm_rate", "control alarms"),
                                  ("suite: generic", "score", "score")):
-        rows.append(f"| `{detector}`, {label} | {interval(tuned.loc[detector], key)} | "
-                    f"{interval(unseen.loc[detector], key)} |")
+        rows.append(f"| `{detector}`, {label} | "
+                    + " | ".join(interval(t.loc[detector], key) for t in sets) + " |")
     return "\n".join(rows)
 
 

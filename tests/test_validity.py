@@ -116,7 +116,12 @@ def test_committed_health_covers_every_clean_scenario_and_each_variant_is_health
     assert len(variants) >= 25 and (variants["seeds"] >= 3).all()
     sick = variants[~variants["healthy"].astype(bool)]
     assert sick.empty, f"unhealthy variants: {list(sick.index)}"
-    assert (variants["min_val_acc"] >= variants["default_val_acc"] - HEALTH_MARGIN).all()
+    by_accuracy = variants[variants["judged_by"] == "validation accuracy"]
+    by_loss = variants[variants["judged_by"] == "validation loss"]
+    assert len(by_accuracy) + len(by_loss) == len(variants) and len(by_loss) >= 5
+    assert (by_accuracy["min_val_acc"] >= by_accuracy["default_val_acc"] - HEALTH_MARGIN).all()
+    assert (by_loss["max_val_loss"] <= by_loss["default_val_loss"] + ENTROPY_MARGIN).all()
+    assert set(by_loss.index.str.split("-").str[0]) == {"gpt"}
 
 
 MLP_VARIANTS = [s for s in list_scenarios() if s.clean and s.model == "mlp" and s.settings

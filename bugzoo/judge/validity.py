@@ -210,24 +210,34 @@ def summarise(root: Path, scenarios: list[Scenario], seeds: list[int],
 
 
 def health_table(root: Path, scenarios: list[Scenario], seeds: list[int]) -> pd.DataFrame:
-    """One row per clean scenario: its final validation accuracy over the seeds beside its
-    model's default. A healthy variant (a clean scenario that controls no bug) must end every
-    seed within ``HEALTH_MARGIN`` of the default's mean; a control mirrors its bugs' settings
-    (a deep net, little data, a hot learning rate) and is reported, not judged."""
+    """One row per clean scenario: its final validation accuracy (and loss) over the seeds
+    beside its model's default. A healthy variant (a clean scenario that controls no bug) must
+    end every seed within ``HEALTH_MARGIN`` of the default's mean accuracy; a language model's,
+    whose next-token accuracy is low by nature, within ``ENTROPY_MARGIN`` of the default's
+    mean validation loss. A control mirrors its bugs' settings (a deep net, little data, a hot
+    learning rate) and is reported, not judged."""
     controls = {s.control for s in list_scenarios() if s.control}
     rows = []
     for s in scenarios:
         default = default_scenario(s.model)
         accuracy = read_metric(root, "control", s.id, seeds, "final_val_acc")
+        loss = read_metric(root, "control", s.id, seeds, "final_val_loss")
         reference = float(np.mean(read_metric(root, "control", default.id, seeds,
                                               "final_val_acc")))
+        reference_loss = float(np.mean(read_metric(root, "control", default.id, seeds,
+                                                   "final_val_loss")))
+        language = store.read_summary(store.run_dir(root, "control", s.id, seeds[0])).get(
+            "entropy_floor") is not None
         role = "control" if s.id in controls else "variant"
+        healthy = (max(loss) <= reference_loss + ENTROPY_MARGIN if language
+                   else min(accuracy) >= reference - HEALTH_MARGIN)
         rows.append({"scenario": s.id, "model": s.model, "role": role,
                      "description": s.description, "seeds": len(seeds),
                      "mean_val_acc": float(np.mean(accuracy)), "min_val_acc": min(accuracy),
-                     "default_val_acc": reference,
-                     "healthy": None if role == "control" else
-                     min(accuracy) >= reference - HEALTH_MARGIN})
+                     "default_val_acc": reference, "max_val_loss": max(loss),
+                     "default_val_loss": reference_loss, "judged_by": (
+                         "validation loss" if language else "validation accuracy"),
+                     "healthy": None if role == "control" else healthy})
     return pd.DataFrame(rows)
 
 
@@ -297,17 +307,21 @@ def write_tables(table: pd.DataFrame, healthy: pd.DataFrame, out_dir: Path,
         variants = healthy[healthy.role == "variant"]
         shown = healthy.assign(
             **{c: healthy[c].map("{:.3f}".format)
-               for c in ("mean_val_acc", "min_val_acc", "default_val_acc")},
+               for c in ("mean_val_acc", "min_val_acc", "default_val_acc", "max_val_loss",
+                         "default_val_loss")},
             healthy=healthy.healthy.map({True: "yes", False: "**no**", None: "(control)"}))
         lines += ["", "## Clean scenarios: controls and healthy variants", "",
-                  f"Final validation accuracy over {seeds} seeds beside the model's default "
-                  "settings. A healthy variant ends every seed within "
-                  f"{HEALTH_MARGIN:.2f} of the default's mean; a control mirrors its bugs' "
-                  "settings and is reported, not judged.", "",
+                  f"Final validation accuracy and loss over {seeds} seeds beside the model's "
+                  "default settings. A healthy variant ends every seed within "
+                  f"{HEALTH_MARGIN:.2f} of the default's mean accuracy; a language model's "
+                  f"variant, whose next-token accuracy is low by nature, within "
+                  f"{ENTROPY_MARGIN} nats of the default's mean validation loss. A control "
+                  "mirrors its bugs' settings and is reported, not judged.", "",
                   f"**{int((variants.healthy == True).sum())} of {len(variants)} "  # noqa: E712
                   "healthy variants healthy.**", "",
                   markdown(shown[["scenario", "role", "description", "mean_val_acc",
-                                  "min_val_acc", "default_val_acc", "healthy"]])]
+                                  "min_val_acc", "default_val_acc", "max_val_loss",
+                                  "default_val_loss", "judged_by", "healthy"]])]
     if language is not None and len(language):
         language.to_csv(out_dir / "language.csv", index=False)
         shown = language.assign(**{c: language[c].map("{:.3f}".format) for c in (
