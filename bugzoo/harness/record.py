@@ -162,8 +162,9 @@ def build_summary(cfg: DictConfig, bug: Bug | None, *, armed: bool = True,
     it wrote after prompts, judged against the source, and ``generation_gap``: the source's
     loss on it minus the holdout loss as trained; ``entropy_floor``: the source's entropy over
     the validation tokens, the lowest loss a model that only looks back can reach), what ran
-    (scenario, model, bug, seed, ...), its ``role`` (``buggy``; ``control``, the disarmed twin of a buggy run; ``clean``), how
-    it ended (``startup_s``: how long building the run took, before its first step), its
+    (scenario, model, bug, seed, ...), its ``role`` (``buggy``; ``control``, the disarmed twin
+    of a buggy run; ``clean``), how it ended (``startup_s``: how long building the run took,
+    before its first step), its
     ``setup_digest`` (:mod:`.setup_digest`; None when it did not build), the ranks
     of a distributed run and each detector's status. The facts a
     detector's RunView gives besides the live objects (``num_classes``, ``dataset``, ``model``,
