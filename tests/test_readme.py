@@ -203,6 +203,12 @@ def test_the_language_model_is_quoted_as_measured():
     assert (f"the source scores the sentences it writes within "
             f"{language['generation_gap'].max():.2f} nats of its holdout loss (margin "
             f"{GENERATION_MARGIN})") in text
+    from bugzoo.bugs import list_bugs
+
+    on_gpt = [b for b in list_bugs() if "gpt" in b.models]
+    classic = [b for b in on_gpt if b.since != "1.2"]
+    assert f"Its {len(on_gpt) - len(classic)} LLM-era bugs" in text.replace("eight", "8")
+    assert f"{len(classic)} of the classic bugs run on it too" in text
     split = pd.read_csv(RESULTS / "out_of_sample.csv").set_index(["bug_set", "detector"])
     new = split.loc["joined 1.2", "suite: built-ins"]
     assert (f"on the {int(new['bugs'])} silent bugs 1.2 added with the causal LM it scores "
