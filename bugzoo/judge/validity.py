@@ -247,7 +247,8 @@ def language_table(root: Path, seeds: list[int]) -> pd.DataFrame:
     it reads (``generation_gap``), each within its margin or not."""
     rows = []
     for seed in seeds:
-        summary = store.read_summary(store.run_dir(root, "control", "gpt-clean", seed))
+        summary = store.read_summary(store.run_dir(root, "control", default_scenario("gpt").id,
+                                                   seed))
         excess = summary["final_val_loss"] - summary["entropy_floor"]
         rows.append({"seed": seed, "final_val_loss": summary["final_val_loss"],
                      "entropy_floor": summary["entropy_floor"], "excess": excess,
@@ -364,7 +365,7 @@ def main(argv: list[str]) -> int:
                           dict.fromkeys(powered, POWERED_SEEDS))
     healthy = health_table(root, plan.clean, options.seeds)
     language = (language_table(root, options.seeds)
-                if any(s.id == "gpt-clean" for s in plan.clean) else None)
+                if any(s.id == default_scenario("gpt").id for s in plan.clean) else None)
     write_tables(table, healthy, Path(args.out), command_line("validate", argv), language)
     included = table[(table.excluded == "") & (table.unproven == "")] if len(table) else table
     print(f"{int(included.valid.sum()) if len(table) else 0} of {len(included)} default-sweep "
