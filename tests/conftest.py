@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from bugzoo.bugs import get_bug
 from bugzoo.config import compose_run
@@ -25,6 +25,20 @@ gc.freeze()
 def quick_cfg(*overrides: str, steps: int = 60):
     """A run config with short settings; later overrides win."""
     return compose_run([f"harness.steps={steps}", "harness.eval_interval=20", *overrides])
+
+
+def trace_only(cfg: DictConfig) -> DictConfig:
+    """``cfg`` for a test that compares traces: without what a run measures only after
+    training, and as much of it as depends on the validation set's size. That is the serving
+    check at every padding width, and all but 100 of a language model's validation and holdout
+    sentences (its generation check continues each validation sentence, seconds on one thread).
+    Both sides of a comparison must go through it."""
+    if cfg.data.params.get("serve_pad_to"):
+        cfg.data.params.serve_pad_to = None
+    if cfg.data.name == "language":
+        with open_dict(cfg.data.params):
+            cfg.data.params.n_val = cfg.data.params.n_holdout = 100
+    return cfg
 
 
 def scenario_onset(scenario: Scenario) -> int | None:

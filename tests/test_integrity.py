@@ -12,7 +12,7 @@ import sys
 import faults
 import pandas as pd
 import pytest
-from conftest import quick_cfg
+from conftest import quick_cfg, trace_only
 
 from bugzoo.bugs import list_bugs
 from bugzoo.harness.runner import execute
@@ -29,12 +29,8 @@ SHORT = ("harness.steps=12", "harness.eval_interval=6")
 
 
 def short_cfg(scenario_id: str):
-    """A short run of the scenario, without the serving check after training (seconds of
-    evaluation at every padding width, which measures and plants nothing)."""
-    cfg = quick_cfg(f"scenario={scenario_id}", *SHORT)
-    if cfg.data.params.get("serve_pad_to"):
-        cfg.data.params.serve_pad_to = None
-    return cfg
+    """A short run of the scenario, for comparing its trace (:func:`conftest.trace_only`)."""
+    return trace_only(quick_cfg(f"scenario={scenario_id}", *SHORT))
 
 
 @functools.cache

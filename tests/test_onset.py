@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 
 import pytest
-from conftest import scenario_onset
+from conftest import scenario_onset, trace_only
 
 from bugzoo.bugs import list_bugs
 from bugzoo.config import compose_run
@@ -24,10 +24,15 @@ def stable(trace):
     return trace.drop(columns=[c for c in TIMING_COLUMNS if c in trace.columns])
 
 
+def short_trace(*overrides: str):
+    """A short run's trace, for comparing (:func:`conftest.trace_only`)."""
+    return stable(execute(trace_only(compose_run(list(overrides)))).trace)
+
+
 @functools.cache
 def clean_trace(control: str, *short: str):
     """A control's trace, once per process for each length: many scenarios share a control."""
-    return stable(execute(compose_run([f"scenario={control}", *short])).trace)
+    return short_trace(f"scenario={control}", *short)
 
 
 EVERY_MID_RUN = [s for s in list_scenarios() if not s.clean and not s.isolate
@@ -67,7 +72,7 @@ def test_a_mid_run_scenario_equals_its_control_until_onset(scenario):
     # both on the default batch size: the large batches of the leak scenarios only make the
     # leak bigger, and cost a minute here
     short = [f"harness.steps={onset + 3}", "harness.eval_interval=1000", "harness.batch_size=32"]
-    buggy = stable(execute(compose_run([f"scenario={scenario.id}", *short])).trace)
+    buggy = short_trace(f"scenario={scenario.id}", *short)
     clean = clean_trace(scenario.control, *short)
     assert buggy.iloc[:onset].equals(clean.iloc[:onset]), "the plant shows before its onset"
     assert len(buggy) == len(clean) == onset + 3
@@ -83,8 +88,7 @@ def test_a_bug_that_honours_onset_is_invisible_before_it(bug):
     """Any onset, not only the declared one: a late ``bug.onset`` leaves the run clean."""
     scenario = honouring_scenario(bug.id)
     short = [f"harness.steps={ONSET + 2}", "harness.eval_interval=3"]
-    buggy = stable(execute(compose_run([f"scenario={scenario.id}", f"bug.onset={ONSET}",
-                                        *short])).trace)
+    buggy = short_trace(f"scenario={scenario.id}", f"bug.onset={ONSET}", *short)
     assert buggy.iloc[:ONSET].equals(clean_trace(scenario.control, *short).iloc[:ONSET])
 
 
