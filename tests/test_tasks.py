@@ -3,6 +3,7 @@ its own fresh data, the unchanged script fails and the key's fix passes."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import re
@@ -15,13 +16,13 @@ from conftest import named
 
 from bugzoo.cli import main as cli
 from bugzoo.scenarios import get_scenario
-from bugzoo.teach.export import supported
+from bugzoo.teach.export import render_clean, supported
 from bugzoo.teach.tasks import health
 from bugzoo.teach.tasks.grade import grade, why_not_kept
 from bugzoo.teach.tasks.interview import difficulty, hints
 from bugzoo.teach.tasks.rules import diagnose, repair
 from bugzoo.teach.tasks.runner import Trained
-from bugzoo.teach.tasks.script import task_scripts
+from bugzoo.teach.tasks.script import seeded, task_scripts
 from bugzoo.teach.tasks.solvers import noop, oracle
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,7 +63,7 @@ def test_the_unchanged_script_fails_and_the_keys_fix_passes(task, tmp_path):
 
 
 def trained(**changes) -> Trained:
-    base = dict(seed=0, steps=200, centres=torch.ones(2, 2), layers={"Linear": 3})
+    base = dict(seed=0, steps=200, source=torch.ones(2, 2), layers={"Linear": 3})
     return Trained(**{**base, **changes})
 
 
@@ -70,15 +71,53 @@ def trained(**changes) -> Trained:
     ({}, ""),
     ({"steps": 400}, "400 optimizer steps, more than the 200"),
     ({"steps": 100}, ""),
-    ({"centres": None}, "data source changed"),
-    ({"centres": torch.zeros(2, 2)}, "data source changed"),
+    ({"source": None}, "data source changed (centres)"),
+    ({"source": torch.zeros(2, 2)}, "data source changed (centres)"),
     ({"layers": {"Linear": 3, "Conv1d": 1}}, "layers"),
     ({"layers": {"Linear": 5}}, ""),  # any width or depth
     ({"error": "ValueError: boom"}, "stopped with ValueError"),
 ])
 def test_a_fix_must_keep_the_task(changes, why):
-    reason = why_not_kept(trained(**changes), trained(), torch.ones(2, 2))
+    reason = why_not_kept(trained(**changes), trained(), torch.ones(2, 2), "centres")
     assert (why in reason) if why else reason == ""
+
+
+@pytest.mark.parametrize("model", ["mlp", "lstm", "transformer"])
+def test_the_graders_data_source_and_fresh_data_are_the_scripts_own(model):
+    """The grader draws a task's data source as a script seeded alike draws it first, and its
+    fresh examples as the script's ``make_split`` draws them from the same generator state."""
+    family = importlib.import_module(f"bugzoo.teach.reproducers.{model}")
+    settings = dict(family.DEFAULTS)
+    text = render_clean(model=model)
+    scope: dict = {}
+    exec(compile(text[:text.index("\nclass ")].replace("torch.manual_seed(0)",
+                                                        "torch.manual_seed(7)"), model, "exec"),
+         scope)
+    assert torch.equal(scope[family.SOURCE], family.data_source(7, settings))
+    assert not torch.equal(family.data_source(8, settings), family.data_source(7, settings))
+    torch.manual_seed(11)
+    *inputs, labels = scope["make_split"](64)
+    fresh_inputs, fresh_labels = family.fresh_split(scope[family.SOURCE], 64, 11, settings)
+    assert len(inputs) == len(fresh_inputs)
+    assert all(torch.equal(a, b) for a, b in zip(inputs, fresh_inputs, strict=True))
+    assert torch.equal(labels, fresh_labels)
+
+
+def test_the_grader_retrains_and_measures_a_review_model(tmp_path):
+    """The grader's path for a model with several inputs and another data source: an LSTM
+    script keeps its lexicon, and its model is measured on fresh (tokens, lengths) reviews."""
+    script = seeded(render_clean(model="lstm")).replace("= 400, 64,", "= 100, 64,")  # seconds
+    key, submission = tmp_path / "key", tmp_path / "submission"
+    for folder, name in ((key, "fixed.py"), (submission, "train.py")):
+        folder.mkdir()
+        (folder / name).write_text(script)
+    (key / "key.json").write_text(json.dumps({
+        "scenario": "lstm-double_softmax", "category": "loss", "seeds": [0], "eval_seed": 5,
+        "settings": importlib.import_module("bugzoo.teach.reproducers.lstm").DEFAULTS}))
+    (submission / "answer.json").write_text(json.dumps({"category": "loss"}))
+    graded = grade(submission, key)
+    assert graded.kept_task and graded.diagnosed, graded.why_not_kept
+    assert graded.accuracy == graded.fixed_accuracy and graded.accuracy[0] > 0.6  # chance: 0.5
 
 
 def test_the_health_test_is_exact_and_one_sided():

@@ -6,6 +6,9 @@ bugs' patches match its text).
 model's inputs followed by the labels.
 """
 
+import torch
+from torch import Tensor
+
 from bugzoo.bugs import Delta
 
 # the docstring and imports a script starts with
@@ -100,6 +103,36 @@ def make_split(n):
 
 train, val, hold = make_split(${N_TRAIN}), make_split(${N_VAL}), make_split(500)
 '''
+VOCAB, MAX_LEN, FILLER = 154, 32, 120
+
+
+def review_lexicon(seed: int, settings: dict) -> Tensor:
+    """The task's view of ``REVIEWS``: the lexicon a script seeded ``seed`` draws first."""
+    return torch.randperm(VOCAB - 1, generator=torch.Generator().manual_seed(seed)) + 1
+
+
+def fresh_reviews(lexicon: Tensor, n: int, seed: int, settings: dict
+                  ) -> tuple[tuple[Tensor, Tensor], Tensor]:
+    """``n`` new reviews drawn as ``REVIEWS``'s ``make_split`` draws them, from a generator
+    seeded ``seed``: the model's inputs (tokens, lengths) and the labels."""
+    g = torch.Generator().manual_seed(seed)
+    positive, negative = lexicon[:15], lexicon[15:30]
+    negations, filler = lexicon[30:33], lexicon[33:]
+    y = torch.randint(0, 2, (n,), generator=g)
+    lengths = torch.randint(6, MAX_LEN + 1, (n,), generator=g)
+    x = filler[torch.randint(0, FILLER, (n, MAX_LEN), generator=g)]
+    x[torch.arange(MAX_LEN) >= lengths[:, None]] = 0
+    rows, third = torch.arange(n), lengths // 3
+    for k in range(3):
+        at = k * third + 1 + (torch.rand(n, generator=g) * (third - 1)).long()
+        used = (k == 0) | (torch.rand(n, generator=g) < 0.5)
+        negated = used & (torch.rand(n, generator=g) < float(settings["NEGATION"]))
+        word = torch.where((y == 1) != negated, positive[torch.randint(0, 15, (n,), generator=g)],
+                           negative[torch.randint(0, 15, (n,), generator=g)])
+        x[rows, at] = torch.where(used, word, x[rows, at])
+        x[rows, at - 1] = torch.where(negated, negations[torch.randint(0, 3, (n,), generator=g)],
+                                      x[rows, at - 1])
+    return (x, lengths), y
 
 # healthy variants every template with LOOP has: clip the gradient norm at 1 (``clip1``)
 CLIP1 = Delta((("        loss.backward()\n",

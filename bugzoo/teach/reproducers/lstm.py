@@ -4,7 +4,15 @@ review (packed), a linear sentiment head, AdamW with warm-up."""
 from __future__ import annotations
 
 from bugzoo.bugs import Delta
-from bugzoo.teach.reproducers._shared import CLIP1, HEADER, LOOP, OPTIMIZER, REVIEWS
+from bugzoo.teach.reproducers._shared import (
+    CLIP1,
+    HEADER,
+    LOOP,
+    OPTIMIZER,
+    REVIEWS,
+    fresh_reviews,
+    review_lexicon,
+)
 
 DEFAULTS: dict[str, object] = {"STEPS": 400, "LR": 3e-3, "N_TRAIN": 4000, "N_VAL": 500,
                                "NEGATION": 0.15}
@@ -53,3 +61,9 @@ HEALTHY: dict[str, Delta] = {
     "small_data": Delta((), {"N_TRAIN": 1000, "N_VAL": 300}),
     "wide": Delta(tuple((old, new.format(128)) for old, new in HIDDEN)),
 }
+
+# The task's view of the template (bugzoo.teach.tasks): see the mlp's
+DESCRIPTION = ("an LSTM that reads synthetic product reviews (filler words and up to three "
+               "sentiment phrases, some negated) and says whether each is positive or negative")
+SOURCE, CLASSES = "lexicon", 2
+data_source, fresh_split = review_lexicon, fresh_reviews

@@ -127,16 +127,20 @@ HEALTHY: dict[str, Delta] = {
 # data from the same source for the grader. ``data_source`` repeats the template's first draw.
 DESCRIPTION = ("a 3-layer MLP that sorts points of a 16-dimensional Gaussian mixture (16 blobs) "
                "into 4 classes")
+SOURCE = "centres"  # the script's global that holds its data source
 CLASSES, DIM, BLOBS = 4, 16, 16
 
 
-def data_source(seed: int, spread: float) -> Tensor:
+def data_source(seed: int, settings: dict) -> Tensor:
     """The blob centres a script seeded ``seed`` draws first (``centres`` in the template)."""
-    return torch.randn(BLOBS, DIM, generator=torch.Generator().manual_seed(seed)) * spread
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(BLOBS, DIM, generator=generator) * float(settings["SPREAD"])
 
 
-def fresh_split(centres: Tensor, n: int, seed: int) -> tuple[Tensor, Tensor]:
-    """``n`` new points of the mixture, with clean labels, from a generator seeded ``seed``."""
+def fresh_split(centres: Tensor, n: int, seed: int, settings: dict
+                ) -> tuple[tuple[Tensor], Tensor]:
+    """``n`` new points of the mixture, the model's inputs and their clean labels, from a
+    generator seeded ``seed``."""
     generator = torch.Generator().manual_seed(seed)
     blob = torch.randint(0, BLOBS, (n,), generator=generator)
-    return centres[blob] + torch.randn(n, DIM, generator=generator), blob % CLASSES
+    return (centres[blob] + torch.randn(n, DIM, generator=generator),), blob % CLASSES

@@ -4,7 +4,15 @@ padded keys before its softmax, a mean over the real tokens, AdamW with warm-up.
 from __future__ import annotations
 
 from bugzoo.bugs import Delta
-from bugzoo.teach.reproducers._shared import CLIP1, HEADER, LOOP, OPTIMIZER, REVIEWS
+from bugzoo.teach.reproducers._shared import (
+    CLIP1,
+    HEADER,
+    LOOP,
+    OPTIMIZER,
+    REVIEWS,
+    fresh_reviews,
+    review_lexicon,
+)
 
 DEFAULTS: dict[str, object] = {"STEPS": 400, "LR": 1e-2, "N_TRAIN": 4000, "N_VAL": 500,
                                "NEGATION": 0.15}
@@ -79,3 +87,10 @@ HEALTHY: dict[str, Delta] = {
     "dropout03": Delta((("nn.Dropout(0.1)", "nn.Dropout(0.3)"),)),
     "wide": Delta(((SIZES, SIZES.replace("50, 32, 2", "50, 64, 2")),)),
 }
+
+# The task's view of the template (bugzoo.teach.tasks): see the mlp's
+DESCRIPTION = ("a 2-layer transformer encoder, masking the padded words, that reads synthetic "
+               "product reviews (filler words and up to three sentiment phrases, some negated) and "
+               "says whether each is positive or negative")
+SOURCE, CLASSES = "lexicon", 2
+data_source, fresh_split = review_lexicon, fresh_reviews

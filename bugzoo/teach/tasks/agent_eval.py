@@ -39,6 +39,7 @@ except ImportError as e:  # an optional extra: say which
 
 from bugzoo.teach.tasks.grade import grade
 from bugzoo.teach.tasks.make import categories
+from bugzoo.teach.tasks.script import family
 
 TASK_FILES = ("train.py", "REPORT.md", "curves.png", "trace.csv")
 TOOL_TIMEOUT_S = 300  # a few training runs of a task script
@@ -49,7 +50,7 @@ REPORT.md (what was observed, beside last month's working version of the script)
 and trace.csv. Something in train.py makes training go wrong.
 
 Fix train.py in place so that training is healthy again, and keep the task: the same data source
-(the global `centres`), no more optimizer steps than now, and the same kinds of layers. The
+(the global `{source}`), no more optimizer steps than now, and the same kinds of layers. The
 grader retrains your script over several seeds and tests the network it leaves in the global
 `model` on fresh data; printed numbers do not count.
 
@@ -68,11 +69,18 @@ def samples(set_dir: Path, only: list[str] | None = None) -> list[Sample]:
     if unknown:
         raise UsageError(f"no task {', '.join(unknown)} in {set_dir} (tasks: {', '.join(found)})")
     return [Sample(id=name, input=INSTRUCTIONS.format(task=name,
+                                                      source=source_global(keys / name),
                                                       categories=", ".join(categories())),
                    files={f: str(tasks / name / f) for f in TASK_FILES
                           if (tasks / name / f).is_file()},
                    metadata={"key": str((keys / name).resolve())})
             for name in found if not only or name in only]
+
+
+def source_global(key: Path) -> str:
+    """The name of the global that holds a task script's data source (its answer key says
+    which model the task trains)."""
+    return family(json.loads((key / "key.json").read_text())["scenario"]).SOURCE
 
 
 @scorer(metrics=[accuracy(), stderr()])

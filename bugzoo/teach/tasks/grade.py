@@ -5,8 +5,9 @@ optionally ``bug`` and ``explanation``). The grader trains the patched script an
 fixed script with the key's seeds, each in a process of its own, and evaluates both trained
 models on fresh data drawn with the key's secret seed (:mod:`~bugzoo.teach.tasks.runner`).
 
-* **Kept the task:** no script error, the same data source (``centres``), no more optimizer steps
-  than the fixed script, the same kinds of parameterised layers (any width or depth).
+* **Kept the task:** no script error, the same data source (the global the model family names,
+  ``SOURCE`` in :mod:`bugzoo.teach.reproducers`), no more optimizer steps than the fixed script,
+  the same kinds of parameterised layers (any width or depth).
 * **Healthy:** not worse than the fixed script beyond the margins
   (:mod:`~bugzoo.teach.tasks.health`).
 * **Diagnosed:** the answer's category is the bug's.
@@ -86,23 +87,26 @@ def read_answer(submission: Path) -> str:
     return category
 
 
-def train_all(script: Path, seeds: list[int], log: Path, fresh: dict[int, torch.Tensor]
+def train_all(script: Path, seeds: list[int], log: Path, source: str,
+              fresh: dict[int, tuple[torch.Tensor, ...]]
               ) -> list[tuple[Trained, torch.Tensor | str]]:
-    """Each seed's run of ``script`` and its model's outputs on that seed's fresh inputs."""
+    """Each seed's run of ``script`` (keeping its data source, the global named ``source``)
+    and its model's outputs on that seed's fresh inputs."""
     found = []
-    with ScriptProcess(script, log) as process:
+    with ScriptProcess(script, log, source) as process:
         for seed in seeds:
             trained = process.train(seed)
             found.append((trained, trained.error or process.evaluate(fresh[seed])))
     return found
 
 
-def why_not_kept(patched: Trained, fixed: Trained, centres: torch.Tensor) -> str:
-    """Why the patched run left the task, or ``""`` if it kept it."""
+def why_not_kept(patched: Trained, fixed: Trained, source: torch.Tensor, name: str) -> str:
+    """Why the patched run left the task, or ``""`` if it kept it; ``source`` is the data
+    source the task draws for the run's seed, the script's global ``name``."""
     if patched.error:
         return f"seed {patched.seed} stopped with {patched.error}"
-    if patched.centres is None or not torch.equal(patched.centres, centres):
-        return "the data source changed (centres)"
+    if patched.source is None or not torch.equal(patched.source, source):
+        return f"the data source changed ({name})"
     if patched.steps > fixed.steps:
         return f"{patched.steps} optimizer steps, more than the {fixed.steps} of the task"
     if set(patched.layers) != set(fixed.layers):
@@ -116,23 +120,24 @@ def grade(submission: Path, key: Path) -> Grade:
     answer = read_json(key / "key.json", "answer key")
     if not (key / "fixed.py").is_file():
         raise UsageError(f"answer key {key} has no fixed.py")
-    source = family(answer["scenario"])
-    seeds, spread = answer["seeds"], float(answer["settings"]["SPREAD"])
-    centres = {s: source.data_source(s, spread) for s in seeds}
-    fresh = {s: source.fresh_split(centres[s], FRESH_POINTS, answer["eval_seed"] * 1000 + s)
-             for s in seeds}
+    task = family(answer["scenario"])
+    seeds, settings = answer["seeds"], answer["settings"]
+    sources = {s: task.data_source(s, settings) for s in seeds}
+    fresh = {s: task.fresh_split(sources[s], FRESH_POINTS, answer["eval_seed"] * 1000 + s,
+                                 settings) for s in seeds}
     with tempfile.TemporaryDirectory() as logs, ThreadPoolExecutor(2) as pool:
         runs = list(pool.map(lambda pair: train_all(pair[0], seeds, Path(logs) / pair[1],
+                                                    task.SOURCE,
                                                     {s: x for s, (x, _) in fresh.items()}),
                              ((submission / "train.py", "patched.log"),
                               (key / "fixed.py", "fixed.log"))))
     broken = next((t for t, _ in runs[1] if t.error), None)
     if broken:  # the key's own script must train: this is the key's fault, not the submission's
         raise RuntimeError(f"the key's fixed.py failed on seed {broken.seed}: {broken.error}")
-    patched = [health.outcome(out, fresh[t.seed][1], source.CLASSES) for t, out in runs[0]]
-    fixed = [health.outcome(out, fresh[t.seed][1], source.CLASSES) for t, out in runs[1]]
-    reasons = [why_not_kept(p, f, centres[p.seed]) for (p, _), (f, _) in zip(*runs,
-                                                                               strict=True)]
+    patched = [health.outcome(out, fresh[t.seed][1], task.CLASSES) for t, out in runs[0]]
+    fixed = [health.outcome(out, fresh[t.seed][1], task.CLASSES) for t, out in runs[1]]
+    reasons = [why_not_kept(p, f, sources[p.seed], task.SOURCE)
+               for (p, _), (f, _) in zip(*runs, strict=True)]
     why = next((r for r in reasons if r), "")
     verdict = health.judge(patched, fixed)
     diagnosed = category == answer["category"]

@@ -59,8 +59,9 @@ def first_runs(buggy: Path, fixed: Path, logs: Path) -> tuple[Trained, Trained]:
     return found[0], found[1]
 
 
-def report(description: str, metric: str, now: Trained, before: Trained) -> str:
-    """REPORT.md: the run's outcomes beside last month's, the declared one first."""
+def report(description: str, source: str, metric: str, now: Trained, before: Trained) -> str:
+    """REPORT.md: the run's outcomes beside last month's, the declared one first; ``source``
+    names the script's global that holds its data source."""
     def shown(value: float | None) -> str:
         return "-" if value is None or not math.isfinite(value) else f"{value:.4g}"
     headline = (f"The {OUTCOME_WORDS[metric]} is **{shown(now.observed.get(metric))}**; last "
@@ -96,8 +97,8 @@ an `answer.json`:
 
 The grader retrains your `train.py` over several seeds and evaluates the network it leaves in
 `model` on fresh data it makes itself; what the script prints does not count. Keep the task:
-the same data source (`centres` and how points are drawn from it), no more optimizer steps than
-the working version takes, the same kinds of layers, and the trained network named `model`.
+the same data source (`{source}` and how examples are drawn from it), no more optimizer steps
+than the working version takes, the same kinds of layers, and the trained network named `model`.
 """
 
 
@@ -130,7 +131,8 @@ def make_task(scenario: str, out: Path, key: Path, eval_seed: int | None = None)
     pd.DataFrame({"step": range(1, len(now.losses) + 1), "loss": now.losses,
                   "grad_norm": now.grad_norms + [math.nan] * (len(now.losses) - len(
                       now.grad_norms))}).to_csv(out / "trace.csv", index=False)
-    (out / "REPORT.md").write_text(report(family(scenario).DESCRIPTION, bug.check.metric, now,
+    task = family(scenario)
+    (out / "REPORT.md").write_text(report(task.DESCRIPTION, task.SOURCE, bug.check.metric, now,
                                           before))
     answer = {"scenario": scenario, "bug": bug.id, "category": bug.category, "title": bug.title,
               "model": spec.model, "settings": settings(scenario), "seeds": list(GRADE_SEEDS),

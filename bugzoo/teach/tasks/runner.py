@@ -3,12 +3,13 @@
 The grader's side of the task contract. :class:`ScriptProcess` starts one process per
 script; each :meth:`~ScriptProcess.train` runs the whole script once (``python train.py SEED``,
 its output to a log) and reports what the grader checks: the optimizer steps it took (counted
-by a global optimizer hook, not by the script), its data source (the global ``centres``) and
-the layers of its global ``model``. :meth:`~ScriptProcess.evaluate` then sends that model
-inputs made after the script finished, and returns its outputs: the labels never enter the
-script's process, so a script cannot print or fake its way to a good grade. A run may also be
-watched by bugzoo detectors (the ``rules`` solver's diagnosis), through the same global
-optimizer hooks and the live integration the Lightning and Hugging Face callbacks use.
+by a global optimizer hook, not by the script), its data source (the global its model family
+names, such as ``centres``) and the layers of its global ``model``.
+:meth:`~ScriptProcess.evaluate` then sends that model inputs made after the script finished,
+and returns its outputs: the labels never enter the script's process, so a script cannot print
+or fake its way to a good grade. A run may also be watched by bugzoo detectors (the ``rules``
+solver's diagnosis), through the same global optimizer hooks and the live integration the
+Lightning and Hugging Face callbacks use.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class Trained:
     seed: int
     error: str | None = None  # the last line of its traceback, when it raised
     steps: int = 0  # optimizer steps, counted by the grader's hook
-    centres: torch.Tensor | None = None  # its data source, when it kept the name
+    source: torch.Tensor | None = None  # its data source, when it kept the global's name
     layers: dict[str, int] = field(default_factory=dict)  # parameterised layer type -> count
     losses: list[float] = field(default_factory=list)  # the script's per-step logs, if any
     grad_norms: list[float] = field(default_factory=list)
@@ -106,8 +107,9 @@ class _Watching:
                 for alarm in [*watch.alarms, *watch.finish()]]
 
 
-def _serve(conn: Connection, script: str, log: str) -> None:
-    """The script's process: train on request, evaluate on request, until told to stop."""
+def _serve(conn: Connection, script: str, log: str, source: str | None) -> None:
+    """The script's process: train on request, evaluate on request, until told to stop.
+    ``source`` names the global that holds the script's data source, kept after each run."""
     torch.set_num_threads(1)
     steps = [0]
     register_optimizer_step_post_hook(lambda *_: steps.__setitem__(0, steps[0] + 1))
@@ -133,8 +135,8 @@ def _serve(conn: Connection, script: str, log: str) -> None:
                 if isinstance(found, nn.Module):
                     model = found
                     trained.layers = _layers(model)
-                if isinstance(scope.get("centres"), torch.Tensor):
-                    trained.centres = scope["centres"].detach().clone()
+                if source and isinstance(scope.get(source), torch.Tensor):
+                    trained.source = scope[source].detach().clone()
                 trained.losses = _floats(scope.get("losses", ()))
                 trained.grad_norms = _floats(scope.get("grad_norms", ()))
                 summary = scope.get("summary")
@@ -149,19 +151,20 @@ def _serve(conn: Connection, script: str, log: str) -> None:
                 model.eval()
                 with torch.no_grad():
                     try:
-                        conn.send(model(payload).detach().float())
+                        conn.send(model(*payload).detach().float())
                     except Exception as error:
                         conn.send(f"{type(error).__name__}: {error}"[:300])
 
 
 class ScriptProcess:
-    """A task script's own process (``with ScriptProcess(script, log) as run: ...``)."""
+    """A task script's own process (``with ScriptProcess(script, log) as run: ...``); each run
+    keeps the script's global named ``source``, its data source, when given."""
 
-    def __init__(self, script: Path, log: Path):
+    def __init__(self, script: Path, log: Path, source: str | None = None):
         context = worker_context()
         self._conn, child = context.Pipe()
-        self._process = context.Process(target=_serve, args=(child, str(script), str(log)),
-                                         daemon=True)
+        self._process = context.Process(target=_serve, args=(child, str(script), str(log),
+                                                             source), daemon=True)
         self.script = script
 
     def __enter__(self) -> ScriptProcess:
@@ -195,9 +198,9 @@ class ScriptProcess:
         except (TimeoutError, EOFError, OSError) as error:
             return Trained(seed, error=str(error) or "its process died")
 
-    def evaluate(self, inputs: torch.Tensor) -> torch.Tensor | str:
-        """The last trained model's outputs on ``inputs`` (in eval mode, without gradients),
-        or why there are none."""
+    def evaluate(self, inputs: tuple[torch.Tensor, ...]) -> torch.Tensor | str:
+        """The last trained model's outputs on ``inputs``, the arguments of its forward (in
+        eval mode, without gradients), or why there are none."""
         try:
             outputs = self._ask(("evaluate", inputs), TRAIN_TIMEOUT_S)
         except (TimeoutError, EOFError, OSError) as error:

@@ -34,7 +34,7 @@ def task_scripts(scenario: str) -> dict[str, str]:
     scripts = render(scenario)
     header = (f'"""Train {family(scenario).DESCRIPTION}.\n\n'
               'Plain PyTorch on the CPU, in seconds: python train.py [SEED]\n"""\n')
-    neutral = {variant: _seeded(header + _without_docstring(text))
+    neutral = {variant: seeded(header + _without_docstring(text))
                for variant, text in scripts.items()}
     fixed_lines = set(neutral["fixed"].splitlines())
     return {variant: _without_new_comments(text, fixed_lines)
@@ -46,7 +46,9 @@ def _without_docstring(text: str) -> str:
     return "\n".join(text.splitlines()[first.end_lineno:]) + "\n"
 
 
-def _seeded(text: str) -> str:
+def seeded(text: str) -> str:
+    """A reproducer that takes its seed from the command line and ends by printing its
+    validation loss and accuracy (instead of its SYMPTOM line)."""
     if text.count(SEED_LINE) != 1 or text.count(LAST_LINE) != 1:
         raise RuntimeError("a reproducer without one seed line and one SYMPTOM line")
     text = text.replace("import math\n", "import math\nimport sys\n", 1)
