@@ -252,11 +252,17 @@ def _attachments(trainer: Trainer) -> list[str]:
     return left
 
 
+@cache
+def _unwatched_attachments() -> frozenset[str]:
+    """What an unwatched check run leaves attached (the loop's own hooks), once per process."""
+    return frozenset(_attachments(_run(_cfg()).trainer))
+
+
 def check_teardown_removes_hooks(make: Factory) -> None:
     """After teardown() no hook or instance patch is left on model, params, optimizer, loss
     (beyond what an unwatched run has), and torch's global hook tables are as before."""
     global_before = {name: len(getattr(mod, name)) for mod, name in HOOK_GLOBALS}
-    baseline = set(_attachments(_run(_cfg()).trainer))
+    baseline = _unwatched_attachments()
     left = [a for a in _attachments(_run(_cfg(), [make()]).trainer) if a not in baseline]
     for mod, name in HOOK_GLOBALS:
         if len(getattr(mod, name)) != global_before[name]:
