@@ -30,14 +30,14 @@ def quick_cfg(*overrides: str, steps: int = 60):
 def trace_only(cfg: DictConfig) -> DictConfig:
     """``cfg`` for a test that compares traces: without what a run measures only after
     training, and as much of it as depends on the validation set's size. That is the serving
-    check at every padding width, and all but 100 of a language model's validation and holdout
+    check at every padding width, and all but 32 of a language model's validation and holdout
     sentences (its generation check continues each validation sentence, seconds on one thread).
     Both sides of a comparison must go through it."""
     if cfg.data.params.get("serve_pad_to"):
         cfg.data.params.serve_pad_to = None
     if cfg.data.name == "language":
         with open_dict(cfg.data.params):
-            cfg.data.params.n_val = cfg.data.params.n_holdout = 100
+            cfg.data.params.n_val = cfg.data.params.n_holdout = 32
     return cfg
 
 
