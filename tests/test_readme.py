@@ -262,6 +262,21 @@ def test_quoted_category_recalls_match_committed_results():
     assert quoted in flat(SCORING), f"the category line should read: {quoted}"
 
 
+def test_the_clean_baselines_are_quoted_as_measured():
+    """Scoring's wall times and overfit steps of the clean runs are ``results/perf/baselines``."""
+    table = pd.read_csv(RESULTS / "perf" / "baselines.csv").set_index("model")
+    wall, step = table["wall_s_median_of_3"], table["overfit_step_within_0.05"]
+    text = flat(SCORING)
+    assert ("(`bugzoo perf baselines`, 1 thread): " + ", ".join(
+        f"{m} {wall[m]:g} s" for m in table.index) + ".") in text
+    assert (f"Single-batch overfit reaches loss < 0.05 at step {step['mlp']} (mlp), "
+            f"{step['lstm']} (lstm), {step['transformer']} (transformer) and {step['resnet']} "
+            f"(resnet); the gpt's comes within 0.05 of its batch's floor at step {step['gpt']}."
+            ) in text
+    language = flat((PAGES / "language_model.md").read_text())
+    assert f"clean on its defaults, in {wall['gpt']:g} s on one thread" in language
+
+
 def test_where_the_time_goes_is_the_published_runs_wall_time():
     """Speed's run-time breakdown is ``wall_s`` of the published dev runs."""
     runs = pd.read_parquet(RESULTS / "traces" / "runs.parquet")

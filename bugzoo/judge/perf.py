@@ -271,13 +271,14 @@ def overhead_markdown(table: pd.DataFrame) -> str:
 def write(table: pd.DataFrame, out: Path, name: str, title: str, command: str, note: str = "",
           text: str | None = None) -> Path:
     """``table`` as CSV and as Markdown in ``out`` (``text`` instead of the plain table, when
-    given)."""
+    given); a cell with no value reads "–" in the Markdown."""
     table.to_csv(out / f"{name}.csv", index=False)
     head = [f"# {title}", "", f"Regenerate with `{command}` "
             f"(torch {torch.__version__}, {torch.get_num_threads()} thread(s)).", ""]
     if note:
         head += [note, ""]
-    (out / f"{name}.md").write_text("\n".join([*head, text or markdown(table), ""]))
+    shown = table.astype(object).where(table.notna(), "–")
+    (out / f"{name}.md").write_text("\n".join([*head, text or markdown(shown), ""]))
     return out / f"{name}.md"
 
 
