@@ -117,7 +117,10 @@ def results_dir(tmp_path):
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under ``pytest -n`` (``--dist loadgroup``, set in pyproject.toml), the tests that share a
     module- or session-scoped fixture run on one worker, so its work (a sweep, the GPU dry
-    pass) is done once, not once per worker."""
+    pass) is done once, not once per worker. And the slow tests (``@pytest.mark.slow``), with
+    the groups they belong to, are handed out first, so that the suite does not end waiting on
+    one of them while the other workers sit idle."""
+    groups = {}
     for item in items:
         info = getattr(item, "_fixtureinfo", None)
         shared = sorted(name for name in (info.names_closure if info else ())
@@ -125,4 +128,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                         and defs[-1].scope in ("module", "session")
                         and "tests" in Path(str(defs[-1].baseid) or ".").parts)
         if shared:
-            item.add_marker(pytest.mark.xdist_group(f"{item.path.stem}:{shared[0]}"))
+            groups[item.nodeid] = f"{item.path.stem}:{shared[0]}"
+            item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
+    slow = {groups.get(i.nodeid, i.nodeid) for i in items if i.get_closest_marker("slow")}
+    items.sort(key=lambda i: groups.get(i.nodeid, i.nodeid) not in slow)  # stable: slow first

@@ -46,6 +46,7 @@ def scripted_agent(fixes: dict[str, tuple[str, str]]):
     return reply
 
 
+@pytest.mark.slow
 def test_an_agent_that_fixes_a_task_scores_and_one_that_does_not_fails(task_set):
     key = task_set / "keys" / "task-01"
     fix = ((key / "fixed.py").read_text(), json.loads((key / "key.json").read_text())["category"])

@@ -102,6 +102,7 @@ def _forked(pid: int) -> list[int]:
     return [p for p, cmd in faults.descendants(pid) if "multiprocessing.forkserver" in cmd]
 
 
+@pytest.mark.slow
 def test_workers_exit_when_the_sweep_alone_is_killed(tmp_path):
     """kill -9 of the bench process only (as the OOM killer does): its workers must not go on."""
     out = tmp_path / "sweep"
@@ -141,6 +142,7 @@ def test_hung_pool_worker_becomes_a_recorded_hang(tmp_path):
     assert "nonfinite" in summary["detectors"]
 
 
+@pytest.mark.slow
 def test_isolated_runs_share_the_slots_with_pooled_runs(tmp_path):
     long = watched_task(tmp_path, "mlp-clean", 1_000_000, isolate=False, timeout_s=15)
     risky = watched_task(tmp_path, "mlp-inplace_op_autograd", 20, isolate=True, timeout_s=120)
@@ -170,6 +172,7 @@ def test_slow_detector_is_cut_off_and_run_survives():
     assert status["loss_plateau"]["error"] is None and status["loss_plateau"]["alarms"] == 1
 
 
+@pytest.mark.slow
 def test_exclusive_detector_gets_a_run_of_its_own(tmp_path):
     # anomaly mode turns lr_too_high's NaN into a crash; sharing its run would blind nonfinite
     out = tmp_path / "sweep"

@@ -70,6 +70,7 @@ def test_mask_after_softmax_rows_lose_mass_only_with_padding():
     torch.testing.assert_close(rows[1], torch.ones_like(rows[1]))  # no padding: unchanged
 
 
+@pytest.mark.slow
 def test_mask_after_softmax_scores_served_reviews_worse_in_every_seed():
     """The symptom over 5 seeds: the same validation reviews lose accuracy when served padded to
     a fixed width (the serving check), while the clean model scores them identically (exactly,

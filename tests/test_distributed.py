@@ -84,6 +84,7 @@ def clean():
     return execute(quick_cfg("scenario=mlp-ddp_unsynced", "~bug", *SHORT), detectors)
 
 
+@pytest.mark.slow
 def test_clean_two_ranks_complete_in_sync(clean):
     s = clean.summary
     assert s["outcome"] == "completed", s["rank_errors"]
@@ -98,6 +99,7 @@ def test_clean_two_ranks_complete_in_sync(clean):
     assert clean.alarms.empty  # replicas in sync: the cross-rank checksums agree
 
 
+@pytest.mark.slow
 def test_slow_detector_setup_on_rank_0_is_not_a_hang(tmp_path, monkeypatch):
     # a watcher whose setup on rank 0 (detectors watch rank 0 only) takes longer than the process
     # group's timeout: rank 1 must wait for it, not time out in its first all-reduce
@@ -113,6 +115,7 @@ def test_slow_detector_setup_on_rank_0_is_not_a_hang(tmp_path, monkeypatch):
     assert status["error"] is None and status["seconds"] > PG_TIMEOUT_S
 
 
+@pytest.mark.slow
 def test_slow_watcher_on_rank_0_is_waited_for_after_training(tmp_path, monkeypatch):
     # ddp_unsynced ranks never talk while training: rank 1 (unwatched) ends seconds before
     # rank 0 (0.1 s per step in its detector) and must wait for it, not time out
@@ -155,6 +158,7 @@ def test_ddp_unsynced_ranks_drift_apart(clean):
     assert (alarm["step"], alarm["category"]) == (0, "distributed") and "[1]" in alarm["message"]
 
 
+@pytest.mark.slow
 def test_a_sweeps_one_run_process_forks_its_ranks_and_they_train_as_the_servers_would(tmp_path):
     """In a sweep, a distributed run's own process (a fresh copy of the fork server) forks its
     ranks itself; they train bitwise as ranks forked by the server do."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from conftest import named
 
 from bugzoo.cli import main
@@ -31,6 +32,7 @@ def test_nan_hunt_guide_and_alarm(capsys):
     assert not any(line.startswith("step") and int(line.split()[1]) < 50 for line in lines)
 
 
+@pytest.mark.slow
 def test_nan_hunt_shows_a_student_the_alarms_and_the_line_not_the_answer():
     """What the run prints stops at what a student should see: the alarms, the line of model
     code anomaly mode points at, how the run ended; no traceback, no warning, no file of the

@@ -89,6 +89,7 @@ def test_healthy_variants_are_one_deliberate_change_from_the_clean_script():
         render_clean("adam2")
 
 
+@pytest.mark.slow
 def test_healthy_variants_train_as_well_as_the_clean_script(tmp_path):
     paths = []
     for variant in ("sgd_momentum", "narrow", "small_data"):  # optimizer, width, data size
@@ -120,6 +121,7 @@ def test_a_blind_export_names_nothing_and_keeps_the_answer_apart(tmp_path, capsy
 HEALTHY_ACCURACY = {"lstm": 0.9, "transformer": 0.8, "resnet": 0.9}
 
 
+@pytest.mark.slow
 def test_every_model_has_a_template_whose_clean_script_trains_without_bugzoo(tmp_path):
     # the causal LM's template is not written yet: its scenarios do not export
     assert set(template_models()) == set(MODELS.names()) - {"gpt"}

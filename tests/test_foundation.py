@@ -81,6 +81,7 @@ def test_clean_baseline_accuracy(model):
     assert abs(summary["holdout_acc"] - summary["final_val_acc"]) <= 0.05
 
 
+@pytest.mark.slow
 def test_the_language_model_lands_near_the_sources_entropy_and_writes_like_it_reads():
     summary = execute(quick_cfg("model=gpt", steps=300)).summary
     floor = summary["entropy_floor"]

@@ -192,6 +192,7 @@ def _script(*argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([exe, *argv], capture_output=True, text=True, timeout=120, env=env)
 
 
+@pytest.mark.slow
 def test_console_script_bad_input(stored, tmp_path):
     root = tmp_path / "root"  # a private BUGZOO_ROOT with a malformed scenario
     shutil.copytree(CONF_DIR, root / "conf")

@@ -31,6 +31,7 @@ def dry_pass(tmp_path_factory):
     return done.returncode, runs / "files"
 
 
+@pytest.mark.slow
 def test_the_dry_pass_writes_every_stage_file(dry_pass):
     status, out = dry_pass
     assert status == 0

@@ -35,6 +35,7 @@ def borrowed_site_packages() -> list[str]:
                                sysconfig.get_paths()["platlib"]]))
 
 
+@pytest.mark.slow
 def test_a_wheel_installs_and_runs_a_scenario(tmp_path):
     """Build a wheel, install it (no source checkout in sight) into a fresh virtual environment
     that borrows torch and the other dependencies from the environment the tests run in (a

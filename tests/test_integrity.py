@@ -79,6 +79,7 @@ def test_split(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_every_strategy_that_detects_nothing_scores_about_zero(test_split):
     board = pd.read_csv(test_split / "leaderboard.csv").set_index("detector")
     assert set(CHEATS) < set(board.index), "`--detectors baselines` names every shipped one"
@@ -154,6 +155,7 @@ def test_a_bugs_export_deltas_are_not_part_of_the_release(tmp_path):
     assert copy.read_text() != text and release.bug_hash(copy) != release.bug_hash(original)
 
 
+@pytest.mark.slow
 def test_the_trace_memoriser_wins_on_the_published_dev_traces_only():
     """On the dev split's published traces it "detects" the bugs, since every clean trace is
     one it has seen: the reason a citable board comes from the test split, where it scores 0

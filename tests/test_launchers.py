@@ -106,6 +106,7 @@ def check_identical_scores(sweeps: dict[str, Path]) -> None:
         pd.testing.assert_frame_equal(tables["basic"], tables[name])
 
 
+@pytest.mark.slow
 def test_basic_joblib_and_submitit_sweeps_fill_one_store_and_score_identically(tmp_path):
     """One test (not a shared fixture), so ``pytest -n`` runs the three sweeps once."""
     pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
@@ -156,6 +157,7 @@ def bench(out: Path, *extra: str) -> int:
         return cli_main(["bench", *BENCH, "--out", str(out), *extra])
 
 
+@pytest.mark.slow
 def test_bench_through_submitit_local_scores_as_the_local_pool_and_resumes(tmp_path):
     """The bench's own plan (buggy runs, their twins, detectors) as 2 submitit_local jobs gives
     the local pool's board; a run lost from the folder is the only one a rerun (on joblib)

@@ -50,6 +50,7 @@ def bench(out: Path, *detectors: str) -> pd.DataFrame:
     return pd.read_csv(out / "leaderboard.csv").set_index("detector")
 
 
+@pytest.mark.slow
 def test_the_builtin_suite_is_the_same_with_a_plugin_beside_it(tmp_path, plugin):
     own = ("nonfinite", "ce_probabilities", "random_alarm")
     without = bench(tmp_path / "without", *own)

@@ -73,6 +73,7 @@ def installed(site, monkeypatch) -> Path:
     return site
 
 
+@pytest.mark.slow
 def test_list_run_bench_validate_and_curves_on_the_example(installed, tmp_path):
     include = ("--include", str(SCENARIOS))
     row = next(line for line in cli("list", "bugs").splitlines() if BUG in line)

@@ -90,6 +90,7 @@ def test_the_stopwatch_gives_each_phase_its_own_time_and_puts_the_code_back(monk
     assert Trainer.__dict__["run_step"] is original
 
 
+@pytest.mark.slow
 def test_the_profile_splits_the_runs_and_the_slots_without_remainder(perf_out):
     assert main(["perf", "profile", "--scenarios", "mlp-double_softmax", "--workers", "2",
                  "--models", "mlp", "--no-progress", "--out", str(perf_out)]) == 0

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from conftest import named
 
 from bugzoo.bugs import get_bug
@@ -26,6 +27,7 @@ def quiz_args(tmp_path) -> list[str]:
             "--cache", str(tmp_path / "cache"), "--steps", "30", "--png", str(tmp_path / "png")]
 
 
+@pytest.mark.slow
 def test_quiz_from_stdin_is_reproducible_and_scored(tmp_path, monkeypatch, capsys):
     # the first quiz as a user starts it: everything it and its runs print is read
     done = subprocess.run([sys.executable, "-m", "bugzoo.cli", *quiz_args(tmp_path)],

@@ -96,6 +96,7 @@ def summary_fields() -> set[str]:
     return set(execute(cfg).summary) | SUMMARY_METRICS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bug", BUGS, ids=[b.id for b in BUGS])
 def test_every_bug_has_a_card_a_config_and_a_scenario_per_model(bug, summary_fields):
     for name in ("title", "symptom", "explanation", "buggy", "fixed", "onset_text"):

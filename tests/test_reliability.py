@@ -59,6 +59,7 @@ def _others(before: set[int]) -> list[tuple[int, str]]:
             if pid not in before | kept and "resource_tracker" not in cmd]
 
 
+@pytest.mark.slow
 def test_fault_injected_sweep_completes_and_isolates_each_fault(plugins, tmp_path):
     out = str(tmp_path)
     budget = "harness.detector_budget_s=0.5"
@@ -158,6 +159,7 @@ def _board(out: Path) -> pd.DataFrame:
     return board.drop(columns=[c for c in board.columns if "delay_s" in c or "overhead" in c])
 
 
+@pytest.mark.slow
 def test_kill_9_at_random_points_then_resume_equals_uninterrupted(tmp_path):
     ref = tmp_path / "reference"  # uninterrupted, serial, in this process: the bench's plan
     plan = plan_runs(select_scenarios(CRASH_SCENARIOS, controls=False), [0, 1], list(SHORT),
@@ -265,6 +267,7 @@ def test_a_round_of_budgeted_calls_arms_the_timer_once_and_cuts_off_only_a_late_
     assert "DetectorTimeout" in watches[-1].error and "0.3 s per call" in watches[-1].error
 
 
+@pytest.mark.slow
 def test_the_next_sweep_of_a_process_reuses_its_idle_workers_unless_the_environment_changed(
         tmp_path, monkeypatch):
     def one_run(seed: int) -> None:

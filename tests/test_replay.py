@@ -52,6 +52,7 @@ def snapshot(folder: Path) -> dict[str, str]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
 def test_replayed_alarms_equal_the_live_ones(sweep):
     seen = set()
     for run in traceset.stored_runs(sweep):

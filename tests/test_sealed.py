@@ -147,6 +147,7 @@ def test_alarms_a_hook_queued_survive_a_crash_at_that_step():
     assert list(result.alarms["step"]) == [0]
 
 
+@pytest.mark.slow
 def test_a_hung_pooled_run_keeps_what_it_made(tmp_path):
     task = RunTask(get_scenario("mlp-clean"), 0, ("harness.steps=1000000", "harness.eval_interval=1000"),
                    ("always_alarm", "nonfinite"), str(tmp_path), isolate=False, timeout_s=4)

@@ -50,6 +50,7 @@ def test_the_task_folder_shows_the_symptom_and_names_nothing(task):
     assert json.loads((key / "key.json").read_text())["bug"] == "double_softmax"
 
 
+@pytest.mark.slow
 def test_the_unchanged_script_fails_and_the_keys_fix_passes(task, tmp_path):
     folder, key = task
     unchanged = grade(noop(folder, key, tmp_path / "noop"), key)

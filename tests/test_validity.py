@@ -60,6 +60,7 @@ def test_only_an_underpowered_full_test_is_tested_again_over_more_seeds():
     assert to_power(table, POWERED_SEEDS) == []  # already powered
 
 
+@pytest.mark.slow
 def test_quick_validation_end_to_end_agrees_with_the_committed_table(tmp_path):
     """No regression: rerun scenarios through ``bugzoo validate`` on quick settings (5 seeds),
     expect each valid, and expect the committed table to test the same symptom."""
@@ -129,6 +130,7 @@ MLP_VARIANTS = [s for s in list_scenarios() if s.clean and s.model == "mlp" and 
                 and s.world_size == 1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario", MLP_VARIANTS, ids=[s.id for s in MLP_VARIANTS])
 def test_an_mlp_variant_trains_as_well_as_the_default(scenario, default_mlp_accuracy):
     """Live, on one seed: each healthy mlp variant (the cheap model) ends within the margin."""
