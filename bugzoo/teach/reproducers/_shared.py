@@ -3,7 +3,9 @@ bugs' patches match its text).
 
 ``LOOP``, the training loop and summary a template ends with, needs ``model``, ``optimizer``,
 ``scheduler``, ``loss_fn`` and the splits ``train``, ``val`` and ``hold``, each a tuple of the
-model's inputs followed by the labels.
+model's inputs followed by the labels. ``review_lexicon`` and ``fresh_reviews`` are the task
+grader's view of ``REVIEWS`` (the same draws, from a generator of its own); a family's
+``data_source`` and ``fresh_split`` take the task's settings whether or not they use them.
 """
 
 import torch
