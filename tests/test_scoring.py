@@ -23,15 +23,17 @@ def status(role="heuristic", distribution=OWN_DISTRIBUTION, scope="generic"):
 
 
 def write(root, scenario, seed, alarms, detectors, bug=None, category=None, onset=0,
-          loud=False, model="mlp", unproven=False, role=None, release="r1", symptom=None):
-    """Store one run; a buggy one (``bug``) is buggy unless ``role="control"`` (its twin)."""
-    trace = pd.DataFrame({"step": range(STEPS), "loss": 1.0,
-                          "elapsed_s": [0.5 * (i + 1) for i in range(STEPS)]})
+          loud=False, model="mlp", unproven=False, role=None, release="r1", symptom=None,
+          steps=STEPS):
+    """Store one run of ``steps`` steps; a buggy one (``bug``) is buggy unless
+    ``role="control"`` (its twin)."""
+    trace = pd.DataFrame({"step": range(steps), "loss": 1.0,
+                          "elapsed_s": [0.5 * (i + 1) for i in range(steps)]})
     role = role or ("buggy" if bug else "clean")
     summary = {"scenario": scenario, "seed": seed, "model": model, "bug": bug, "role": role,
                "category": category, "onset": onset if bug else None, "loud": loud,
                "unproven": unproven, "outcome": "completed", "detectors": detectors,
-               "release": release, "symptom_value": symptom}
+               "release": release, "symptom_value": symptom, "steps_completed": steps}
     frame = pd.DataFrame(alarms, columns=store.ALARM_COLUMNS)
     name = store.run_dir(root, "sw", scenario, seed)
     if role == "control":
@@ -133,6 +135,21 @@ def test_a_detector_that_ignores_the_run_scores_exactly_zero(tmp_path, alarm_at)
     board = scoring.leaderboard(outcomes.outcomes(constant_detector_sweep(tmp_path, alarm_at)))
     row = board.set_index("detector").loc["d"]
     assert (row["score"], row["score_lo"], row["score_hi"]) == (0.0, 0.0, 0.0)
+
+
+def test_a_control_alarm_counts_only_where_its_buggy_run_still_ran(tmp_path):
+    """A buggy run that crashes or diverges at step 50 ends there; its twin trains on, and an
+    alarm after step 50 has no counterpart to be told apart from, so it is no control alarm
+    (alarms at random steps would otherwise score below 0). Before step 50 it is one."""
+    root, watch = tmp_path / "runs", {"d": status()}
+    for seed, at in ((0, 120), (1, 40)):
+        write(root, "mlp-lr_too_high", seed, [], watch, bug="lr_too_high", category="optim",
+              steps=50)
+        write(root, "mlp-lr_too_high", seed, [("d", at, "s", "unknown", "")], watch,
+              bug="lr_too_high", category="optim", role="control")
+    paired = scoring.pairs(outcomes.outcomes(root / "sw")).set_index("seed")
+    assert list(paired["control_outcome"]) == ["false_alarm", "false_alarm"]
+    assert (paired.loc[0, "control_alarm"], paired.loc[1, "control_alarm"]) == (0, 1)
 
 
 def test_a_detector_that_sees_the_bug_scores_high(tmp_path):

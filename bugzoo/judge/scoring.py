@@ -2,9 +2,11 @@
 
 Every buggy run is judged against its own matched control: its disarmed twin, trained with the
 same configuration and the same seeds (:mod:`bugzoo.judge.outcomes`). Over the same stretch,
-from the bug's onset on, a *hit* is an alarm on the buggy run with none before the onset, and a
-*control alarm* the same on its twin. Before the onset the two runs are one and the same, so an
-early alarm scores nothing either way.
+from the bug's onset to the last step the buggy run reached, a *hit* is an alarm on the buggy
+run with none before the onset, and a *control alarm* the same on its twin. Before the onset
+the two runs are one and the same, so an early alarm scores nothing either way; after a buggy
+run stops (a crash, a divergence, a hang), its twin has no counterpart to be told apart from,
+so an alarm there is not a control alarm (else alarms at random steps would score below 0).
 
 The primary **score** is the macro-averaged paired Youden's J: per bug, the mean over its runs
 of (hit) minus (control alarm); then the mean over bugs, so that a bug counts once however many
@@ -114,17 +116,22 @@ def silent(table: pd.DataFrame) -> pd.DataFrame:
 
 def pairs(table: pd.DataFrame) -> pd.DataFrame:
     """One row per (detector, buggy run) with its control's outcome: ``hit`` and
-    ``control_alarm`` (each 0 or 1, nothing before the onset), ``judged`` (quiet before the
-    onset on both) and ``value`` (hit minus control alarm). A buggy run without a control
-    is left out, and counted in ``unpaired``."""
+    ``control_alarm`` (each 0 or 1, nothing before the onset, nor on the control after the last
+    step the buggy run reached), ``judged`` (quiet before the onset on both) and ``value`` (hit
+    minus control alarm). A buggy run without a control is left out, and counted in
+    ``unpaired``."""
     keys = ["detector", "scenario", "seed"]
     buggy = table[table["run_role"] == "buggy"]
-    control = table[table["run_role"] == "control"][[*keys, "outcome"]].rename(
-        columns={"outcome": "control_outcome"})
+    control = table[table["run_role"] == "control"][[*keys, "outcome", "alarm_step"]].rename(
+        columns={"outcome": "control_outcome", "alarm_step": "control_alarm_step"})
     paired = buggy.merge(control, on=keys, how="inner")
     judged = (paired["outcome"] != "early") & (paired["control_outcome"] != "early")
     hit = (paired["outcome"] == "hit") & judged
-    alarm = (paired["control_outcome"] == "false_alarm") & judged
+    # tables stored before runs recorded their length compare the whole control
+    reached = pd.to_numeric(paired["steps"] if "steps" in paired else
+                            pd.Series(np.nan, paired.index), errors="coerce")
+    within = reached.isna() | (paired["control_alarm_step"] < reached)
+    alarm = (paired["control_outcome"] == "false_alarm") & within & judged
     return paired.assign(judged=judged, hit=hit.astype(int), control_alarm=alarm.astype(int),
                          value=hit.astype(int) - alarm.astype(int))
 
