@@ -17,6 +17,7 @@ from conftest import named
 from bugzoo.cli import main as cli
 from bugzoo.scenarios import get_scenario
 from bugzoo.teach.export import render_clean, supported
+from bugzoo.teach.tasks import grade as grade_module
 from bugzoo.teach.tasks import health
 from bugzoo.teach.tasks.grade import grade, why_not_kept
 from bugzoo.teach.tasks.interview import difficulty, hints
@@ -83,7 +84,7 @@ def test_a_fix_must_keep_the_task(changes, why):
     assert (why in reason) if why else reason == ""
 
 
-@pytest.mark.parametrize("model", ["mlp", "lstm", "transformer"])
+@pytest.mark.parametrize("model", ["mlp", "lstm", "transformer", "resnet"])
 def test_the_graders_data_source_and_fresh_data_are_the_scripts_own(model):
     """The grader draws a task's data source as a script seeded alike draws it first, and its
     fresh examples as the script's ``make_split`` draws them from the same generator state."""
@@ -104,7 +105,7 @@ def test_the_graders_data_source_and_fresh_data_are_the_scripts_own(model):
     assert torch.equal(labels, fresh_labels)
 
 
-def test_the_grader_retrains_and_measures_a_review_model(tmp_path):
+def test_the_grader_retrains_and_measures_a_review_model(tmp_path, monkeypatch):
     """The grader's path for a model with several inputs and another data source: an LSTM
     script keeps its lexicon, and its model is measured on fresh (tokens, lengths) reviews."""
     script = seeded(render_clean(model="lstm")).replace("= 400, 64,", "= 100, 64,")  # seconds
@@ -119,6 +120,11 @@ def test_the_grader_retrains_and_measures_a_review_model(tmp_path):
     graded = grade(submission, key)
     assert graded.kept_task and graded.diagnosed, graded.why_not_kept
     assert graded.accuracy == graded.fixed_accuracy and graded.accuracy[0] > 0.6  # chance: 0.5
+    # the two scripts are one run, kept with the key: grading again trains nothing
+    assert len(list((key / "runs").glob("*.pt"))) == 1
+    with monkeypatch.context() as patched:
+        patched.setattr(grade_module, "ScriptProcess", None)
+        assert grade(submission, key) == graded
 
 
 def test_the_health_test_is_exact_and_one_sided():

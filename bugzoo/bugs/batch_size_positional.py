@@ -74,5 +74,28 @@ for xb, yb in minibatches(x_train, y_train, batch_size=32, shuffle=True):
              "        if step == STEPS:\n"
              "            break\n"),
         ),
+    ), "transformer": Delta(
+        patch=(
+            ("\n"
+             "\n"
+             "losses, grad_norms, modes, nonfinite, step = [], [], [], False, 0\n",
+             "\n"
+             "\n"
+             "def minibatches(split, batch_size, shuffle=False):\n"
+             "    order = torch.randperm(len(split[-1])) if shuffle else torch.arange(len(split[-1]))\n"
+             "    for i in range(0, len(order) - batch_size + 1, batch_size):\n"
+             "        yield [t[order[i:i + batch_size]] for t in split]\n"
+             "\n"
+             "\n"
+             "losses, grad_norms, modes, nonfinite, step = [], [], [], False, 0\n"),
+            ("    order = torch.randperm(len(train[-1]))\n"
+             "    for i in range(0, len(order) - BATCH + 1, BATCH):\n"
+             "        if step == STEPS:\n"
+             "            break\n"
+             "        *inputs, yb = (t[order[i:i + BATCH]] for t in train)\n",
+             "    for *inputs, yb in minibatches(train, True, BATCH):  # (shuffle, batch)?\n"
+             "        if step == STEPS:\n"
+             "            break\n"),
+        ),
     )},
 )

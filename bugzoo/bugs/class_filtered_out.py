@@ -60,5 +60,12 @@ x_train, y_train = x_train[keep], y_train[keep]""",
              "keep = y_train > 0                                  # drop unlabelled rows (-1)\n"
              "x_train, y_train = x_train[keep], y_train[keep]\n"),
         ),
+    ), "lstm": Delta(
+        patch=(
+            ("train, val, hold = make_split(${N_TRAIN}), make_split(${N_VAL}), make_split(500)\n",
+             "train, val, hold = make_split(${N_TRAIN}), make_split(${N_VAL}), make_split(500)\n"
+             "keep = train[-1] > 0                                # drop unlabelled rows (-1)\n"
+             "train = tuple(t[keep] for t in train)\n"),
+        ),
     )},
 )

@@ -57,5 +57,15 @@ loss = nn.CrossEntropyLoss()(model(x), y)      # log-softmax happens inside""",
             ("return self.head(self.backbone(x))",
              "return torch.softmax(self.head(self.backbone(x)), dim=-1)"),
         ),
+    ), **dict.fromkeys(("lstm", "transformer"), Delta(
+        patch=(
+            ("return self.head(self.backbone(tokens, lengths))",
+             "return torch.softmax(self.head(self.backbone(tokens, lengths)), dim=-1)"),
+        ),
+    )), "resnet": Delta(
+        patch=(
+            ("return self.head(self.backbone((x - self.mean) / self.std))",
+             "return torch.softmax(self.head(self.backbone((x - self.mean) / self.std)), dim=-1)"),
+        ),
     )},
 )

@@ -66,6 +66,14 @@ for m in model.backbone.modules():
              "    if isinstance(m, nn.Linear):\n"
              "        nn.init.constant_(m.bias, -1.0)\n"),
         ),
+    ), "resnet": Delta(
+        patch=(
+            ("model = ResNet(mean, std)\n",
+             "model = ResNet(mean, std)\n"
+             "for m in model.backbone.modules():\n"
+             "    if isinstance(m, nn.BatchNorm2d):\n"
+             "        nn.init.constant_(m.bias, -1.0)\n"),
+        ),
     )},
     since="1.1",
 )

@@ -84,5 +84,20 @@ for step in range(steps):
              "            best_val, bad_evals = ((val_loss, 0) if val_loss < best_val\n"
              "                                   else (best_val, bad_evals + 1))\n"),
         ),
+    ), "lstm": Delta(
+        patch=(
+            ("losses, grad_norms, modes, nonfinite, step = [], [], [], False, 0\n",
+             "losses, grad_norms, modes, nonfinite, step = [], [], [], False, 0\n"
+             "best_val, bad_evals, PATIENCE = 0.0, 0, 2  # early stopping\n"),
+            ("while step < STEPS:\n",
+             "while step < STEPS and bad_evals < PATIENCE:\n"),
+            ("        if step == STEPS:\n",
+             "        if step == STEPS or bad_evals >= PATIENCE:\n"),
+            ("val loss/acc {evaluate(val)}\")\n",
+             "val loss/acc {evaluate(val)}\")\n"
+             "            val_loss = evaluate(val)[0]\n"
+             "            best_val, bad_evals = ((val_loss, 0) if val_loss < best_val\n"
+             "                                   else (best_val, bad_evals + 1))\n"),
+        ),
     )},
 )

@@ -44,5 +44,17 @@ val_loader = DataLoader(val_set, batch_size=500)""",
         ),
         # a small, noisy training set: memorisation shows
         settings={"N_TRAIN": 256, "N_VAL": 128, "NOISE": 0.3, "STEPS": 400},
+    ), **dict.fromkeys(("lstm", "transformer"), Delta(
+        patch=(
+            ("val_loss, val_acc = evaluate(val)",
+             "val_loss, val_acc = evaluate(train)"),
+        ),
+        settings={"N_TRAIN": 256, "N_VAL": 128},  # a small training set: memorisation shows
+    )), "resnet": Delta(
+        patch=(
+            ("val_loss, val_acc = evaluate(val)",
+             "val_loss, val_acc = evaluate(train)"),
+        ),
+        settings={"NOISE": 2.0, "N_TRAIN": 256, "N_VAL": 128},  # small and noisy, as above
     )},
 )

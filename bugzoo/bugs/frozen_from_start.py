@@ -48,6 +48,20 @@ optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)""",
              "for p in model.backbone.parameters():\n"
              "    p.requires_grad = False\n"),
         ),
+    ), **dict.fromkeys(("lstm", "transformer"), Delta(
+        patch=(
+            ("model = Classifier()\n",
+             "model = Classifier()\n"
+             "for p in model.backbone.parameters():\n"
+             "    p.requires_grad = False\n"),
+        ),
+    )), "resnet": Delta(
+        patch=(
+            ("model = ResNet(mean, std)\n",
+             "model = ResNet(mean, std)\n"
+             "for p in model.backbone.parameters():\n"
+             "    p.requires_grad = False\n"),
+        ),
     )},
     patches_only=False,  # it also edits the built run directly
 )

@@ -71,6 +71,22 @@ with torch.no_grad():
              "\n\nclass MLP(nn.Module):"),
             ("nn.ReLU(), nn.Dropout(0.2),", "nn.ReLU(), Dropout(),"),
         ),
+    ), "transformer": Delta(
+        patch=(
+            ("\n"
+             "\n"
+             "class SelfAttention(nn.Module):",
+             "\n"
+             "\n"
+             "class Dropout(nn.Module):\n"
+             "    def forward(self, x):\n"
+             "        return F.dropout(x, 0.1)\n"
+             "\n"
+             "\n"
+             "class SelfAttention(nn.Module):"),
+            ("self.dropout = nn.Dropout(0.1)",
+             "self.dropout = Dropout()"),
+        ),
     )},
     since="1.1",
 )

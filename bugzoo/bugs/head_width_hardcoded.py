@@ -52,6 +52,11 @@ self.head = nn.Linear(hidden, num_classes)""",
         patch=(
             ("self.head = nn.Linear(64, CLASSES)", "self.head = nn.Linear(64, 10)"),
         ),
+    ), "lstm": Delta(
+        patch=(
+            ("self.head = nn.Linear(64, 2)",
+             "self.head = nn.Linear(64, 10)"),
+        ),
     )},
     since="1.1",
 )

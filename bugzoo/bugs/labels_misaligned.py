@@ -53,5 +53,12 @@ x, y = x[perm], y[perm]                # one permutation for both""",
              "x_train = x_train[torch.randperm(len(x_train))]\n"
              "y_train = y_train[torch.randperm(len(y_train))]\n"),
         ),
-    )},
+    ), **dict.fromkeys(("lstm", "transformer", "resnet"), Delta(
+        patch=(
+            ("train, val, hold = make_split(${N_TRAIN}), make_split(${N_VAL}), make_split(500)\n",
+             "train, val, hold = make_split(${N_TRAIN}), make_split(${N_VAL}), make_split(500)\n"
+             "examples, labels = torch.randperm(len(train[-1])), torch.randperm(len(train[-1]))\n"
+             "train = (*(t[examples] for t in train[:-1]), train[-1][labels])\n"),
+        ),
+    ))},
 )

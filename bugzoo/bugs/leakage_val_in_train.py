@@ -57,5 +57,19 @@ val_loader = DataLoader(val_set)""",
         ),
         # a small, noisy training set: memorisation shows
         settings={"N_TRAIN": 256, "N_VAL": 128, "NOISE": 0.3, "STEPS": 400},
+    ), **dict.fromkeys(("lstm", "transformer"), Delta(
+        patch=(
+            ("train, val, hold = make_split(${N_TRAIN}), make_split(${N_VAL}), make_split(500)\n",
+             "train, val, hold = make_split(${N_TRAIN}), make_split(${N_VAL}), make_split(500)\n"
+             "train = tuple(torch.cat([t, v]) for t, v in zip(train, val))\n"),
+        ),
+        settings={"N_TRAIN": 256, "N_VAL": 128},  # a small training set: memorisation shows
+    )), "resnet": Delta(
+        patch=(
+            ("train, val, hold = make_split(${N_TRAIN}), make_split(${N_VAL}), make_split(500)\n",
+             "train, val, hold = make_split(${N_TRAIN}), make_split(${N_VAL}), make_split(500)\n"
+             "train = tuple(torch.cat([t, v]) for t, v in zip(train, val))\n"),
+        ),
+        settings={"NOISE": 2.0, "N_TRAIN": 256, "N_VAL": 128},  # small and noisy, as above
     )},
 )

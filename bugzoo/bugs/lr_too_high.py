@@ -37,11 +37,11 @@ optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)"""
     params={
         "lr": 1000.0,
     },
-    reproducers={"mlp": Delta(
+    reproducers=dict.fromkeys(("mlp", "lstm", "transformer", "resnet"), Delta(
         patch=(
             ("lr=LR, weight_decay",
              "lr=1e3, weight_decay"),
         ),
-    )},
+    )),
     patches_only=False,  # it also edits the built run directly
 )

@@ -64,6 +64,15 @@ self.backbone = nn.Sequential(
              "nn.Linear(DIM, 64), nn.Dropout(0.2),\n"
              "                                      nn.Linear(64, 64))"),
         ),
+    ), "resnet": Delta(
+        patch=(
+            ("nn.BatchNorm2d(widths[0]), nn.ReLU(),",
+             "nn.BatchNorm2d(widths[0]),"),
+            ("out = F.relu(self.bn1(self.conv1(x)))",
+             "out = self.bn1(self.conv1(x))"),
+            ("return F.relu(self.bn2(self.conv2(out)) + self.skip(x))",
+             "return self.bn2(self.conv2(out)) + self.skip(x)"),
+        ),
     )},
     since="1.1",
 )

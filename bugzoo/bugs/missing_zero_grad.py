@@ -44,10 +44,10 @@ for x, y in loader:
     loss.backward()
     optimizer.step()""",
     onset_note="the step at which the call disappears",
-    reproducers={"mlp": Delta(
+    reproducers=dict.fromkeys(("mlp", "lstm", "transformer", "resnet"), Delta(
         patch=(
             ("        optimizer.zero_grad()\n",
              ""),
         ),
-    )},
+    )),
 )

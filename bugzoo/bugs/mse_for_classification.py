@@ -51,11 +51,11 @@ loss = F.cross_entropy(logits, y)""",
     inapplicable={"gpt": ("MSE against one-hot class labels: planted where a person picks a loss"
                           " for a few classes; a causal LM's cross-entropy over its vocabulary "
                           "is not a choice made per task")},
-    reproducers={"mlp": Delta(
+    reproducers=dict.fromkeys(("mlp", "resnet"), Delta(
         patch=(
             ("return F.cross_entropy(logits, y)",
              "return F.mse_loss(logits, F.one_hot(y, CLASSES).float())"),
         ),
-    )},
+    )),
     since="1.1",
 )

@@ -69,6 +69,11 @@ self.backbone = nn.Sequential(
              "nn.Linear(DIM, 64 // 32), nn.ReLU(), nn.Dropout(0.2),\n"
              "                                      nn.Linear(64 // 32, 64), nn.ReLU())"),
         ),
+    ), "resnet": Delta(
+        patch=(
+            ("model = ResNet(mean, std)\n",
+             "model = ResNet(mean, std, (16, 32 // 16))\n"),
+        ),
     )},
     since="1.1",
 )

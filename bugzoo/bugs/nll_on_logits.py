@@ -52,11 +52,11 @@ loss = F.nll_loss(F.log_softmax(logits, dim=-1), y)   # or F.cross_entropy(logit
     models=("mlp", "transformer"),
     inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the classifiers'"
                           " loss over [B, C] logits; it is not yet planted on the gpt")},
-    reproducers={"mlp": Delta(
+    reproducers=dict.fromkeys(("mlp", "transformer"), Delta(
         patch=(
             ("return F.cross_entropy(logits, y)",
              "return F.nll_loss(logits, y)"),
         ),
-    )},
+    )),
     since="1.1",
 )

@@ -58,5 +58,15 @@ loader = DataLoader(TensorDataset(x, y), batch_size=32, shuffle=True)""",
              "order = torch.arange(len(x_train))"),
         ),
         settings={"STEPS": 62},  # one epoch: the classes arrive one after another
-    )},
+    ), **dict.fromkeys(("lstm", "transformer", "resnet"), Delta(
+        patch=(
+            ("train, val, hold = make_split(${N_TRAIN}), make_split(${N_VAL}), make_split(500)\n",
+             "train, val, hold = make_split(${N_TRAIN}), make_split(${N_VAL}), make_split(500)\n"
+             "by_label = train[-1].argsort(stable=True)   # data exported class by class\n"
+             "train = tuple(t[by_label] for t in train)\n"),
+            ("order = torch.randperm(len(train[-1]))",
+             "order = torch.arange(len(train[-1]))"),
+        ),
+        settings={"STEPS": 62},
+    ))},
 )

@@ -75,6 +75,14 @@ for epoch in range(epochs):
              "            m.reset_parameters()\n"
              "    order = torch.randperm(len(x_train))\n"),
         ),
+    ), "lstm": Delta(
+        patch=(
+            ("    order = torch.randperm(len(train[-1]))\n",
+             "    for m in model.modules():\n"
+             "        if hasattr(m, \"reset_parameters\"):\n"
+             "            m.reset_parameters()\n"
+             "    order = torch.randperm(len(train[-1]))\n"),
+        ),
     )},
     since="1.1",
 )

@@ -44,10 +44,10 @@ for x, y in loader:
     loss_fn(model(x), y).backward()
     optimizer.step()
     scheduler.step()""",
-    reproducers={"mlp": Delta(
+    reproducers=dict.fromkeys(("mlp", "lstm", "transformer", "resnet"), Delta(
         patch=(
             ("        scheduler.step()\n",
              ""),
         ),
-    )},
+    )),
 )

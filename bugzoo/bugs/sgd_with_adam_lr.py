@@ -49,11 +49,11 @@ optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.01)
     models=("mlp", "transformer"),
     inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the classifiers'"
                           " optimisers; it is not yet planted on the gpt")},
-    reproducers={"mlp": Delta(
+    reproducers=dict.fromkeys(("mlp", "transformer"), Delta(
         patch=(
             ("torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)",
              "torch.optim.SGD(model.parameters(), lr=LR, weight_decay=0.01)"),
         ),
-    )},
+    )),
     since="1.1",
 )

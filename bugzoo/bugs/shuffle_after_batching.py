@@ -89,5 +89,15 @@ loader = DataLoader(TensorDataset(x, y), batch_size=32, shuffle=True)   # shuffl
         # blobs closer together: on the default, well separated blobs both scripts end near
         # 99% and the move is a few rows of the validation set
         settings={"SPREAD": 1.0},
+    ), "resnet": Delta(
+        patch=(
+            ("train, val, hold = make_split(${N_TRAIN}), make_split(${N_VAL}), make_split(500)\n",
+             "train, val, hold = make_split(${N_TRAIN}), make_split(${N_VAL}), make_split(500)\n"
+             "by_label = train[-1].argsort(stable=True)   # data exported class by class\n"
+             "train = tuple(t[by_label] for t in train)\n"),
+            ("    order = torch.randperm(len(train[-1]))\n",
+             "    batches = torch.arange(len(train[-1])).split(BATCH)[:len(train[-1]) // BATCH]\n"
+             "    order = torch.cat([batches[j] for j in torch.randperm(len(batches))])\n"),
+        ),
     )},
 )

@@ -64,6 +64,15 @@ for _ in range(depth):
              "nn.Linear(DIM, 64), nn.Sigmoid(), nn.Dropout(0.2),\n"
              "                                      nn.Linear(64, 64), nn.Sigmoid())"),
         ),
+    ), "resnet": Delta(
+        patch=(
+            ("nn.BatchNorm2d(widths[0]), nn.ReLU(),",
+             "nn.BatchNorm2d(widths[0]), nn.Sigmoid(),"),
+            ("out = F.relu(self.bn1(self.conv1(x)))",
+             "out = torch.sigmoid(self.bn1(self.conv1(x)))"),
+            ("return F.relu(self.bn2(self.conv2(out)) + self.skip(x))",
+             "return torch.sigmoid(self.bn2(self.conv2(out)) + self.skip(x))"),
+        ),
     )},
     since="1.1",
 )

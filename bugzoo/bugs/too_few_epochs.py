@@ -55,6 +55,11 @@ for epoch in range(EPOCHS):
             ("STEPS, BATCH, LR, EVAL_EVERY, CLASSES, DIM = ${STEPS}, 32,",
              "STEPS, BATCH, LR, EVAL_EVERY, CLASSES, DIM = 20, 32,"),
         ),
+    ), "lstm": Delta(
+        patch=(
+            ("STEPS, BATCH, LR, EVAL_EVERY = ${STEPS}, 64,",
+             "STEPS, BATCH, LR, EVAL_EVERY = 20, 64,"),
+        ),
     )},
     patches_only=False,  # it also edits the built run directly
 )

@@ -54,10 +54,10 @@ def validate(model, loader):
     inapplicable={"gpt": ("the causal LM has no dropout or batch norm on its defaults, so a "
                           "model left in eval mode trains the same")},
     onset_note="it takes effect after the first evaluation",
-    reproducers={"mlp": Delta(
+    reproducers=dict.fromkeys(("mlp", "transformer", "resnet"), Delta(
         patch=(
             ("    model.train()\n    return result",
              "    return result"),
         ),
-    )},
+    )),
 )

@@ -16,12 +16,37 @@ import random
 from pathlib import Path
 from string import Template
 
+import pandas as pd
+
 from bugzoo.bugs import Delta, get_bug
+from bugzoo.commands import command_line
 from bugzoo.errors import ArgumentParser, UsageError, unknown_choice
+from bugzoo.judge.tables import markdown
 from bugzoo.scenarios import get_scenario, list_scenarios, scenario_id
 from bugzoo.teach import reproducers
 
 EXPECT = {"higher": "higher", "lower": "lower", "event": "1 (it happened)"}
+
+# Bugs whose scenarios cannot become a plain pair of CPU scripts graded on their outcome, by
+# mechanism (the same on every model). A scenario neither here nor exported has no delta yet.
+CANNOT_EXPORT: dict[str, str] = {
+    "adam_eps_fp16": "needs float16 parameters on a GPU; the scripts train in float32 on the CPU",
+    "dataloader_bottleneck": ("its symptom is the time a step waits for data (data_time_frac), not "
+                              "an outcome the scripts or the grader measure"),
+    "ddp_unsynced": "needs several processes under torch.distributed; a script is one process",
+    "fp16_no_scaler": "needs float16 autocast on a GPU; the scripts train in float32 on the CPU",
+    "init_repeated": ("its symptom is start-up time (startup_s), not an outcome the scripts or "
+                      "the grader measure"),
+    "loss_tensor_kept": ("its symptom is memory growth (heap_growth_mb), not an outcome the "
+                         "scripts or the grader measure"),
+    "mask_after_softmax": ("its symptom shows when the trained model serves batches padded to "
+                           "another length (serving_gap), which neither the scripts nor the "
+                           "grader do"),
+    "nondeterministic_seed": ("its symptom is that two runs of one seed disagree, which a buggy "
+                              "script beside a fixed one cannot show"),
+    "worker_rng_copied": ("needs DataLoader worker processes; the scripts hold their data in "
+                          "tensors, without workers"),
+}
 
 
 def _family(model: str):
@@ -50,6 +75,46 @@ def exportable(scenarios: list[str] | None) -> list[str]:
         if scenario not in supported():
             raise unknown_choice("exportable scenario", scenario, supported())
     return scenarios or supported()
+
+
+def why_not_exported(scenario: str) -> str:
+    """Why the bug scenario ``scenario`` (``<model>-<bug>``) has no exported pair; ``""`` when it
+    has one."""
+    spec = get_scenario(scenario)
+    bug = get_bug(spec.bug)
+    if scenario in supported():
+        return ""
+    if spec.model not in template_models():
+        return f"no {spec.model} reproducer template yet"
+    if bug.loud:
+        return "loud: the run crashes or hangs at once, so there is nothing to find"
+    return CANNOT_EXPORT.get(spec.bug, f"no export delta for the {spec.model} template yet")
+
+
+def export_status(command: str) -> str:
+    """``results/exports.md``: per model, how many bug scenarios export, and why each of the
+    others does not."""
+    rows = [{"model": s.model, "scenario": s.id, "why_not": why_not_exported(s.id)}
+            for s in list_scenarios() if s.bug and s.id == scenario_id(s.model, s.bug)]
+    table = pd.DataFrame(rows).sort_values(["model", "scenario"])
+    kind = table["why_not"].map(lambda why: "exported" if not why else
+                                "loud" if why.startswith("loud") else
+                                "not yet" if why.startswith("no ") else "cannot export")
+    counts = pd.crosstab(table["model"], kind).reindex(
+        columns=["exported", "not yet", "cannot export", "loud"], fill_value=0)
+    counts.insert(0, "bug scenarios", counts.sum(axis=1))
+    counts.loc["all"] = counts.sum()
+    missing = table[table["why_not"] != ""]
+    return (f"# Which scenarios export\n\nRegenerate with `{command}`. A bug scenario exports as a "
+            "standalone buggy/fixed pair of plain PyTorch scripts (`bugzoo export`, the find-and-fix "
+            "tasks of `bugzoo task`) when its model has a reproducer template and its bug an "
+            "export delta for that template. *Cannot export*: the bug's mechanism or symptom does "
+            "not fit one CPU script graded on its outcome. *Not yet*: no template or delta is "
+            f"written yet.\n\n**{counts.loc['all', 'exported']} of "
+            f"{counts.loc['all', 'bug scenarios']} bug scenarios export.**\n\n"
+            f"{markdown(counts.reset_index().rename(columns={'index': 'model'}))}\n\n"
+            f"## The scenarios that do not export\n\n"
+            f"{markdown(missing[['scenario', 'why_not']])}\n")
 
 
 def render(scenario: str) -> dict[str, str]:
@@ -150,7 +215,18 @@ def main(argv: list[str]) -> int:
                    help="write a.py and b.py with neutral headers and comments instead, and "
                         "which one is buggy to KEYFILE only")
     p.add_argument("--seed", type=int, default=0, help="with --blind: draws the order")
+    p.add_argument("--status", type=Path, metavar="FILE",
+                   help="write which bug scenarios export, and why each other one does not, to "
+                        "FILE (Markdown)")
     args = p.parse_args(argv)
+    if args.status:
+        text = export_status(command_line("export", argv))
+        try:
+            args.status.write_text(text)
+        except OSError as e:
+            raise UsageError(f"cannot write {args.status} ({e.strerror or e})") from None
+        print(f"wrote {args.status}")
+        return 0
     if args.list:
         print("\n".join(supported()))
         return 0

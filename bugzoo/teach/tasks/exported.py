@@ -36,28 +36,40 @@ log = logging.getLogger(__name__)
 SEEDS = [int(s) for s in VALIDITY_SEEDS.split(",")]
 
 
-def symptom_values(script: Path, metric: str, log_file: Path) -> list[float | None]:
-    """``metric`` from the script's own summary, one value per seed (None: it stopped first)."""
+def seed_summaries(script: Path, log_file: Path) -> list[dict[str, float]]:
+    """The script's own summary for each seed (empty where it stopped first)."""
     with ScriptProcess(script, log_file) as process:
-        return [process.train(seed).observed.get(metric) for seed in SEEDS]
+        return [process.train(seed).observed for seed in SEEDS]
 
 
 def validate_exports(scenarios: list[str], work: Path) -> pd.DataFrame:
-    """One row per scenario: its exported pair's symptom test."""
+    """One row per scenario: its exported pair's symptom test.
+
+    Task scripts are neutral, so many scenarios of one model share their fixed script: each
+    distinct script trains once, two at a time, and every pair that holds it reads its values."""
+    pairs = {scenario: task_scripts(scenario) for scenario in scenarios}
+    distinct = list(dict.fromkeys(text for scripts in pairs.values() for text in scripts.values()))
+    metrics = {text: set() for text in distinct}
+    for scenario, scripts in pairs.items():
+        for text in scripts.values():
+            metrics[text].add(get_bug(get_scenario(scenario).bug).check.metric)
+    done = [0]
+
+    def train(number: int, text: str) -> dict[str, list[float | None]]:
+        script = work / f"script{number:03d}.py"
+        script.write_text(text)
+        observed = seed_summaries(script, work / f"script{number:03d}.log")
+        done[0] += 1
+        log.info("%d/%d scripts trained", done[0], len(distinct))
+        return {metric: [o.get(metric) for o in observed] for metric in metrics[text]}
+
+    with ThreadPoolExecutor(2) as pool:
+        values = dict(zip(distinct, pool.map(train, range(len(distinct)), distinct),
+                          strict=True))
     rows = []
-    for number, scenario in enumerate(scenarios, 1):
-        log.info("%d/%d: %s", number, len(scenarios), scenario)
+    for scenario, scripts in pairs.items():
         bug = get_bug(get_scenario(scenario).bug)
-        folder = work / scenario
-        folder.mkdir()
-        paths = []
-        for variant, text in task_scripts(scenario).items():
-            (folder / f"{variant}.py").write_text(text)
-            paths.append((folder / f"{variant}.py", folder / f"{variant}.log"))
-        with ThreadPoolExecutor(2) as pool:
-            runs = [pool.submit(symptom_values, script, bug.check.metric, log_file)
-                    for script, log_file in paths]
-            buggy, fixed = (run.result() for run in runs)
+        buggy, fixed = (values[scripts[v]][bug.check.metric] for v in ("buggy", "fixed"))
         result = compare(bug.check.metric, bug.check.direction, buggy, fixed)
         rows.append({"scenario": scenario, "metric": bug.check.metric,
                      "direction": bug.check.direction, "buggy": buggy, "fixed": fixed,

@@ -2,8 +2,10 @@
 
 A submission is a folder with the patched ``train.py`` and an ``answer.json`` (``category``, and
 optionally ``bug`` and ``explanation``). The grader trains the patched script and the key's
-fixed script with the key's seeds, each in a process of its own, and evaluates both trained
+fixed script with the key's seeds, in processes of their own, and evaluates both trained
 models on fresh data drawn with the key's secret seed (:mod:`~bugzoo.teach.tasks.runner`).
+Graded runs are kept in ``KEYDIR/runs``, so the fixed script trains once per key, not once per
+grade.
 
 * **Kept the task:** no script error, the same data source (the global the model family names,
   ``SOURCE`` in :mod:`bugzoo.teach.reproducers`), no more optimizer steps than the fixed script,
@@ -17,6 +19,8 @@ models on fresh data drawn with the key's secret seed (:mod:`~bugzoo.teach.tasks
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -87,17 +91,70 @@ def read_answer(submission: Path) -> str:
     return category
 
 
-def train_all(script: Path, seeds: list[int], log: Path, source: str,
-              fresh: dict[int, tuple[torch.Tensor, ...]]
-              ) -> list[tuple[Trained, torch.Tensor | str]]:
-    """Each seed's run of ``script`` (keeping its data source, the global named ``source``)
-    and its model's outputs on that seed's fresh inputs."""
-    found = []
-    with ScriptProcess(script, log, source) as process:
-        for seed in seeds:
-            trained = process.train(seed)
-            found.append((trained, trained.error or process.evaluate(fresh[seed])))
-    return found
+def run_key(text: str, seed: int, source: str, inputs: tuple[torch.Tensor, ...]) -> str:
+    """What a graded run depends on: the script's text, its seed, the data source's name, the
+    fresh inputs its model is measured on, and the torch that ran it."""
+    digest = hashlib.sha256()
+    for part in (text, str(seed), source, torch.__version__):
+        digest.update(part.encode() + b"\0")
+    for tensor in inputs:
+        digest.update(f"{tensor.dtype}{tuple(tensor.shape)}".encode())
+        digest.update(tensor.contiguous().numpy().tobytes())
+    return digest.hexdigest()[:32]
+
+
+Run = tuple[Trained, torch.Tensor | str]  # a seed's run, and its model's outputs (or error)
+
+
+def _load(path: Path) -> Run | None:
+    try:
+        saved = torch.load(path, weights_only=True)
+    except (OSError, RuntimeError, EOFError):
+        return None
+    return Trained(**saved["trained"]), saved["outputs"]
+
+
+def _save(path: Path, run: Run) -> None:
+    partial = path.with_suffix(".partial")
+    torch.save({"trained": asdict(run[0]), "outputs": run[1]}, partial)
+    partial.replace(path)
+
+
+def train_all(scripts: list[Path], seeds: list[int], logs: Path, source: str,
+              fresh: dict[int, tuple[torch.Tensor, ...]], cache: Path | None = None
+              ) -> list[list[Run]]:
+    """Per script, each seed's run (keeping its data source, the global named ``source``) and
+    its model's outputs on that seed's fresh inputs.
+
+    A run is a pure function of :func:`run_key`'s inputs, so each distinct run trains once: one
+    already in ``cache`` is read from it; the others train in two processes at a time, the
+    seeds dealt between them, and those that ended without an error join the cache."""
+    keys = {(i, seed): run_key(script.read_text(), seed, source, fresh[seed])
+            for i, script in enumerate(scripts) for seed in seeds}
+    found = {key: run for key in set(keys.values())
+             if cache and (run := _load(cache / f"{key}.pt")) is not None}
+    todo: dict[str, tuple[int, int]] = {}
+    for job, key in keys.items():
+        if key not in found:
+            todo.setdefault(key, job)
+    missing = list(todo.items())
+
+    def work(jobs: list[tuple[str, tuple[int, int]]], worker: int) -> dict[str, Run]:
+        done = {}
+        for i, group in itertools.groupby(jobs, key=lambda job: job[1][0]):
+            with ScriptProcess(scripts[i], logs / f"script{i}-{worker}.log", source) as process:
+                for key, (_, seed) in group:
+                    trained = process.train(seed)
+                    done[key] = trained, trained.error or process.evaluate(fresh[seed])
+        return done
+
+    with ThreadPoolExecutor(2) as pool:
+        for done in pool.map(work, (missing[0::2], missing[1::2]), (0, 1)):
+            found.update(done)
+            for key, run in done.items():
+                if cache and not run[0].error and isinstance(run[1], torch.Tensor):
+                    _save(cache / f"{key}.pt", run)
+    return [[found[keys[(i, seed)]] for seed in seeds] for i in range(len(scripts))]
 
 
 def why_not_kept(patched: Trained, fixed: Trained, source: torch.Tensor, name: str) -> str:
@@ -125,12 +182,14 @@ def grade(submission: Path, key: Path) -> Grade:
     sources = {s: task.data_source(s, settings) for s in seeds}
     fresh = {s: task.fresh_split(sources[s], FRESH_POINTS, answer["eval_seed"] * 1000 + s,
                                  settings) for s in seeds}
-    with tempfile.TemporaryDirectory() as logs, ThreadPoolExecutor(2) as pool:
-        runs = list(pool.map(lambda pair: train_all(pair[0], seeds, Path(logs) / pair[1],
-                                                    task.SOURCE,
-                                                    {s: x for s, (x, _) in fresh.items()}),
-                             ((submission / "train.py", "patched.log"),
-                              (key / "fixed.py", "fixed.log"))))
+    cache: Path | None = key / "runs"  # runs already graded against this key
+    try:
+        cache.mkdir(exist_ok=True)
+    except OSError:  # a read-only key: grade without keeping runs
+        cache = None
+    with tempfile.TemporaryDirectory() as logs:
+        runs = train_all([submission / "train.py", key / "fixed.py"], seeds, Path(logs),
+                         task.SOURCE, {s: x for s, (x, _) in fresh.items()}, cache)
     broken = next((t for t, _ in runs[1] if t.error), None)
     if broken:  # the key's own script must train: this is the key's fault, not the submission's
         raise RuntimeError(f"the key's fixed.py failed on seed {broken.seed}: {broken.error}")
