@@ -43,8 +43,9 @@ def symptom(path) -> tuple[str, float]:
 
 
 def test_scripts_are_standalone_and_short():
-    """Every model's scenarios export, each pair a small patch of the model's clean script."""
-    assert {s.split("-", 1)[0] for s in supported()} == set(template_models())
+    """Every classifier's scenarios export (the causal LM's bugs carry no patch of its template
+    yet), each pair a small patch of the model's clean script."""
+    assert {s.split("-", 1)[0] for s in supported()} == set(template_models()) - {"gpt"}
     clean = {model: len(render_clean(model=model).splitlines()) for model in template_models()}
     for scenario in supported():
         scripts = render(scenario)
@@ -66,13 +67,13 @@ def test_results_say_which_scenarios_export_and_why_each_other_one_does_not(tmp_
     total, exported, not_yet, cannot, loud = tally["all"]
     guide = " ".join((ROOT / "docs" / "pages" / "teaching.md").read_text().split())
     assert (f"{exported} of {total} export. Of the others, {cannot} cannot by their mechanism"
-            in guide and f"{loud} crash or hang at once, and {not_yet} have no template or "
-            f"patch yet, the causal LM's {tally['gpt'][0]} among them" in guide)
+            in guide and f"{loud} crash or hang at once, and {not_yet} have no patch yet, the "
+            f"causal LM's {tally['gpt'][2]} among them" in guide)
     for bug in CANNOT_EXPORT:  # a reason by mechanism is stale once the bug exports anywhere
         assert not get_bug(bug).reproducers, bug
     assert why_not_exported("mlp-double_softmax") == ""
     assert why_not_exported("mlp-rank_skip").startswith("loud")
-    assert why_not_exported("gpt-double_softmax") == "no gpt reproducer template yet"
+    assert why_not_exported("gpt-double_softmax") == "no export delta for the gpt template yet"
     assert why_not_exported("lstm-padding_not_ignored") == (
         "no export delta for the lstm template yet")
 
@@ -145,14 +146,14 @@ def test_a_blind_export_names_nothing_and_keeps_the_answer_apart(tmp_path, capsy
 
 
 # a clean script's validation accuracy is well above chance (1/2 for the reviews, 1/4 for the
-# pictures) and near what the harness's own model reaches on its dataset
-HEALTHY_ACCURACY = {"lstm": 0.9, "transformer": 0.8, "resnet": 0.9}
+# pictures, 1/59 for the causal LM's next token) and near what the harness's own model reaches
+# on its dataset (the language's words are not predictable enough for more than about 0.3)
+HEALTHY_ACCURACY = {"lstm": 0.9, "transformer": 0.8, "resnet": 0.9, "gpt": 0.2}
 
 
 @pytest.mark.slow
 def test_every_model_has_a_template_whose_clean_script_trains_without_bugzoo(tmp_path):
-    # the causal LM's template is not written yet: its scenarios do not export
-    assert set(template_models()) == set(MODELS.names()) - {"gpt"}
+    assert set(template_models()) == set(MODELS.names())
     paths = []
     for model in HEALTHY_ACCURACY:
         text = render_clean(model=model)

@@ -84,7 +84,7 @@ def test_a_fix_must_keep_the_task(changes, why):
     assert (why in reason) if why else reason == ""
 
 
-@pytest.mark.parametrize("model", ["mlp", "lstm", "transformer", "resnet"])
+@pytest.mark.parametrize("model", ["mlp", "lstm", "transformer", "resnet", "gpt"])
 def test_the_graders_data_source_and_fresh_data_are_the_scripts_own(model):
     """The grader draws a task's data source as a script seeded alike draws it first, and its
     fresh examples as the script's ``make_split`` draws them from the same generator state."""
@@ -139,6 +139,11 @@ def test_the_health_test_is_exact_and_one_sided():
         health.Outcome(0.0, math.inf))
     assert health.outcome(torch.zeros(3, 5), torch.zeros(3, dtype=torch.long),
                           4).loss == math.inf
+    # a language model: one row per target token, padding (-100) not counted
+    logits = torch.full((2, 3, 5), -10.0)
+    logits[0, 0, 1] = logits[0, 1, 2] = logits[1, 0, 4] = 10.0
+    targets = torch.tensor([[1, 2, -100], [0, -100, -100]])
+    assert health.outcome(logits, targets, 5).accuracy == pytest.approx(2 / 3)
 
 
 def test_no_task_script_names_its_bug():

@@ -37,11 +37,16 @@ CANNOT_EXPORT: dict[str, str] = {
     "fp16_no_scaler": "needs float16 autocast on a GPU; the scripts train in float32 on the CPU",
     "init_repeated": ("its symptom is start-up time (startup_s), not an outcome the scripts or "
                       "the grader measure"),
+    "left_pad_positions": ("its symptom shows when the model writes after left-padded prompts "
+                           "(generation_gap), which neither the scripts nor the grader do"),
     "loss_tensor_kept": ("its symptom is memory growth (heap_growth_mb), not an outcome the "
                          "scripts or the grader measure"),
     "mask_after_softmax": ("its symptom shows when the trained model serves batches padded to "
                            "another length (serving_gap), which neither the scripts nor the "
                            "grader do"),
+    "missing_causal_mask": ("a model that sees the future scores well on next-token loss; its "
+                            "symptom shows only when it writes (generation_gap), which neither "
+                            "the scripts nor the grader do"),
     "nondeterministic_seed": ("its symptom is that two runs of one seed disagree, which a buggy "
                               "script beside a fixed one cannot show"),
     "worker_rng_copied": ("needs DataLoader worker processes; the scripts hold their data in "

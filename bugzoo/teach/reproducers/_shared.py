@@ -3,7 +3,8 @@ bugs' patches match its text).
 
 ``LOOP``, the training loop and summary a template ends with, needs ``model``, ``optimizer``,
 ``scheduler``, ``loss_fn`` and the splits ``train``, ``val`` and ``hold``, each a tuple of the
-model's inputs followed by the labels. ``review_lexicon`` and ``fresh_reviews`` are the task
+model's inputs followed by the labels; it is a classifier's ``EVALUATE`` and the ``TRAIN`` loop
+every template shares. ``review_lexicon`` and ``fresh_reviews`` are the task
 grader's view of ``REVIEWS`` (the same draws, from a generator of its own); a family's
 ``data_source`` and ``fresh_split`` take the task's settings whether or not they use them.
 """
@@ -26,7 +27,8 @@ import torch.nn.functional as F
 from torch import nn
 '''
 
-LOOP = '''
+# how a classifier is measured on a split: its cross-entropy and accuracy
+EVALUATE = '''
 
 def evaluate(split):
     *inputs, y = split
@@ -36,7 +38,10 @@ def evaluate(split):
         result = F.cross_entropy(logits, y).item(), (logits.argmax(-1) == y).float().mean().item()
     model.train()
     return result
+'''
 
+# the training loop and the summary a template ends with, after its ``evaluate``
+TRAIN = '''
 
 losses, grad_norms, modes, nonfinite, step = [], [], [], False, 0
 while step < STEPS:
@@ -66,6 +71,7 @@ summary = {"final_val_loss": val_loss, "final_val_acc": val_acc, "initial_loss":
            "final_lr": optimizer.param_groups[0]["lr"], "train_mode_frac": sum(modes) / len(modes)}
 print(f"SYMPTOM ${METRIC}={summary['${METRIC}']:.6g}")
 '''
+LOOP = EVALUATE + TRAIN
 
 # AdamW with 20 warm-up steps, then cosine decay over the run, as in the mlp's template
 OPTIMIZER = '''optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 ACCURACY_MARGIN = 0.03
 LOSS_MARGIN = 0.10
 ALPHA = 0.05
+IGNORE = -100  # a label that is padding (as F.cross_entropy's ignore_index)
 
 
 @dataclass(frozen=True)
@@ -32,10 +33,14 @@ class Outcome:
 
 
 def outcome(outputs: torch.Tensor | str, labels: torch.Tensor, classes: int) -> Outcome:
-    """Accuracy and cross-entropy of ``outputs`` read as class logits; a model that returned
-    no usable outputs (an error, the wrong shape) scores 0 and ``inf``."""
-    if isinstance(outputs, str) or outputs.shape != (len(labels), classes):
+    """Accuracy and cross-entropy of ``outputs`` read as class logits, one row per label (for a
+    language model, one per target token: ``[B, S, vocabulary]`` against ``[B, S]``, where a
+    label of -100 marks padding and does not count); a model that returned no usable outputs
+    (an error, the wrong shape) scores 0 and ``inf``."""
+    if isinstance(outputs, str) or outputs.shape != (*labels.shape, classes):
         return Outcome(0.0, math.inf)
+    real = labels.reshape(-1) != IGNORE
+    outputs, labels = outputs.reshape(-1, classes)[real], labels.reshape(-1)[real]
     loss = F.cross_entropy(outputs, labels).item()
     accuracy = (outputs.argmax(-1) == labels).float().mean().item()
     return Outcome(accuracy, loss if math.isfinite(loss) else math.inf)
