@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gc
+import os
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,8 @@ from bugzoo.paths import CONF_DIR
 from bugzoo.scenarios import Scenario
 
 torch.set_num_threads(1)  # as in the harness' workers: fast for tiny models, reproducible
+# task-script runs are kept in a cache of this process's own, never the user's
+os.environ["BUGZOO_CACHE"] = tempfile.mkdtemp(prefix="bugzoo-cache-")
 # what is imported by now (torch, pandas, Hydra, the harness) lives as long as the test process:
 # a full garbage collection need not walk it again (each took a fifth of a second)
 gc.freeze()

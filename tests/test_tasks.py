@@ -17,8 +17,8 @@ from conftest import named
 from bugzoo.cli import main as cli
 from bugzoo.scenarios import get_scenario
 from bugzoo.teach.export import render_clean, supported
+from bugzoo.teach.tasks import cache, health
 from bugzoo.teach.tasks import grade as grade_module
-from bugzoo.teach.tasks import health
 from bugzoo.teach.tasks.grade import grade, why_not_kept
 from bugzoo.teach.tasks.interview import difficulty, hints
 from bugzoo.teach.tasks.rules import diagnose, repair
@@ -108,6 +108,7 @@ def test_the_graders_data_source_and_fresh_data_are_the_scripts_own(model):
 def test_the_grader_retrains_and_measures_a_review_model(tmp_path, monkeypatch):
     """The grader's path for a model with several inputs and another data source: an LSTM
     script keeps its lexicon, and its model is measured on fresh (tokens, lengths) reviews."""
+    monkeypatch.setenv(cache.ENV, str(tmp_path / "cache"))
     script = seeded(render_clean(model="lstm")).replace("= 400, 64,", "= 100, 64,")  # seconds
     key, submission = tmp_path / "key", tmp_path / "submission"
     for folder, name in ((key, "fixed.py"), (submission, "train.py")):
@@ -120,8 +121,8 @@ def test_the_grader_retrains_and_measures_a_review_model(tmp_path, monkeypatch):
     graded = grade(submission, key)
     assert graded.kept_task and graded.diagnosed, graded.why_not_kept
     assert graded.accuracy == graded.fixed_accuracy and graded.accuracy[0] > 0.6  # chance: 0.5
-    # the two scripts are one run, kept with the key: grading again trains nothing
-    assert len(list((key / "runs").glob("*.pt"))) == 1
+    # the two scripts are one run, kept in the cache: grading again trains nothing
+    assert len(list(cache.folder().glob("*.pt"))) == 1
     with monkeypatch.context() as patched:
         patched.setattr(grade_module, "ScriptProcess", None)
         assert grade(submission, key) == graded

@@ -27,6 +27,7 @@ from bugzoo.judge.tables import markdown
 from bugzoo.judge.validity import ALPHA, VALIDITY_SEEDS, compare
 from bugzoo.scenarios import get_scenario
 from bugzoo.teach.export import exportable
+from bugzoo.teach.tasks import cache
 from bugzoo.teach.tasks.make import empty_folder
 from bugzoo.teach.tasks.runner import ScriptProcess
 from bugzoo.teach.tasks.script import task_scripts
@@ -37,9 +38,20 @@ SEEDS = [int(s) for s in VALIDITY_SEEDS.split(",")]
 
 
 def seed_summaries(script: Path, log_file: Path) -> list[dict[str, float]]:
-    """The script's own summary for each seed (empty where it stopped first)."""
-    with ScriptProcess(script, log_file) as process:
-        return [process.train(seed).observed for seed in SEEDS]
+    """The script's own summary for each seed (empty where it stopped first); a seed's summary
+    kept in the cache (:mod:`~bugzoo.teach.tasks.cache`) is read from it."""
+    text = script.read_text()
+    keys = {seed: cache.key(text, str(seed), "summary") for seed in SEEDS}
+    summaries = {seed: kept["observed"] for seed in SEEDS
+                 if (kept := cache.load(keys[seed])) is not None}
+    if missing := [seed for seed in SEEDS if seed not in summaries]:
+        with ScriptProcess(script, log_file) as process:
+            for seed in missing:
+                trained = process.train(seed)
+                summaries[seed] = trained.observed
+                if not trained.error:
+                    cache.save(keys[seed], {"observed": trained.observed})
+    return [summaries[seed] for seed in SEEDS]
 
 
 def validate_exports(scenarios: list[str], work: Path) -> pd.DataFrame:

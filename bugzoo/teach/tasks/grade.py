@@ -4,8 +4,8 @@ A submission is a folder with the patched ``train.py`` and an ``answer.json`` (`
 optionally ``bug`` and ``explanation``). The grader trains the patched script and the key's
 fixed script with the key's seeds, in processes of their own, and evaluates both trained
 models on fresh data drawn with the key's secret seed (:mod:`~bugzoo.teach.tasks.runner`).
-Graded runs are kept in ``KEYDIR/runs``, so the fixed script trains once per key, not once per
-grade.
+Each distinct run trains once (:mod:`~bugzoo.teach.tasks.cache`): the fixed script trains once
+per key, not once per grade.
 
 * **Kept the task:** no script error, the same data source (the global the model family names,
   ``SOURCE`` in :mod:`bugzoo.teach.reproducers`), no more optimizer steps than the fixed script,
@@ -19,7 +19,6 @@ grade.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import tempfile
@@ -30,7 +29,7 @@ from pathlib import Path
 import torch
 
 from bugzoo.errors import ArgumentParser, UsageError
-from bugzoo.teach.tasks import health
+from bugzoo.teach.tasks import cache, health
 from bugzoo.teach.tasks.make import categories
 from bugzoo.teach.tasks.runner import ScriptProcess, Trained
 from bugzoo.teach.tasks.script import family
@@ -91,48 +90,23 @@ def read_answer(submission: Path) -> str:
     return category
 
 
-def run_key(text: str, seed: int, source: str, inputs: tuple[torch.Tensor, ...]) -> str:
-    """What a graded run depends on: the script's text, its seed, the data source's name, the
-    fresh inputs its model is measured on, and the torch that ran it."""
-    digest = hashlib.sha256()
-    for part in (text, str(seed), source, torch.__version__):
-        digest.update(part.encode() + b"\0")
-    for tensor in inputs:
-        digest.update(f"{tensor.dtype}{tuple(tensor.shape)}".encode())
-        digest.update(tensor.contiguous().numpy().tobytes())
-    return digest.hexdigest()[:32]
-
-
 Run = tuple[Trained, torch.Tensor | str]  # a seed's run, and its model's outputs (or error)
 
 
-def _load(path: Path) -> Run | None:
-    try:
-        saved = torch.load(path, weights_only=True)
-    except (OSError, RuntimeError, EOFError):
-        return None
-    return Trained(**saved["trained"]), saved["outputs"]
-
-
-def _save(path: Path, run: Run) -> None:
-    partial = path.with_suffix(".partial")
-    torch.save({"trained": asdict(run[0]), "outputs": run[1]}, partial)
-    partial.replace(path)
-
-
 def train_all(scripts: list[Path], seeds: list[int], logs: Path, source: str,
-              fresh: dict[int, tuple[torch.Tensor, ...]], cache: Path | None = None
-              ) -> list[list[Run]]:
+              fresh: dict[int, tuple[torch.Tensor, ...]]) -> list[list[Run]]:
     """Per script, each seed's run (keeping its data source, the global named ``source``) and
     its model's outputs on that seed's fresh inputs.
 
-    A run is a pure function of :func:`run_key`'s inputs, so each distinct run trains once: one
-    already in ``cache`` is read from it; the others train in two processes at a time, the
-    seeds dealt between them, and those that ended without an error join the cache."""
-    keys = {(i, seed): run_key(script.read_text(), seed, source, fresh[seed])
+    Each distinct run trains once: one kept in the cache (:mod:`~bugzoo.teach.tasks.cache`) is
+    read from it; the others train in two processes at a time, the seeds dealt between them,
+    and those that ended without an error are kept."""
+    keys = {(i, seed): cache.key(script.read_text(), str(seed), source, *fresh[seed])
             for i, script in enumerate(scripts) for seed in seeds}
-    found = {key: run for key in set(keys.values())
-             if cache and (run := _load(cache / f"{key}.pt")) is not None}
+    found = {}
+    for key in set(keys.values()):
+        if (kept := cache.load(key)) is not None:
+            found[key] = Trained(**kept["trained"]), kept["outputs"]
     todo: dict[str, tuple[int, int]] = {}
     for job, key in keys.items():
         if key not in found:
@@ -151,9 +125,9 @@ def train_all(scripts: list[Path], seeds: list[int], logs: Path, source: str,
     with ThreadPoolExecutor(2) as pool:
         for done in pool.map(work, (missing[0::2], missing[1::2]), (0, 1)):
             found.update(done)
-            for key, run in done.items():
-                if cache and not run[0].error and isinstance(run[1], torch.Tensor):
-                    _save(cache / f"{key}.pt", run)
+            for key, (trained, outputs) in done.items():
+                if not trained.error and isinstance(outputs, torch.Tensor):
+                    cache.save(key, {"trained": asdict(trained), "outputs": outputs})
     return [[found[keys[(i, seed)]] for seed in seeds] for i in range(len(scripts))]
 
 
@@ -182,14 +156,9 @@ def grade(submission: Path, key: Path) -> Grade:
     sources = {s: task.data_source(s, settings) for s in seeds}
     fresh = {s: task.fresh_split(sources[s], FRESH_POINTS, answer["eval_seed"] * 1000 + s,
                                  settings) for s in seeds}
-    cache: Path | None = key / "runs"  # runs already graded against this key
-    try:
-        cache.mkdir(exist_ok=True)
-    except OSError:  # a read-only key: grade without keeping runs
-        cache = None
     with tempfile.TemporaryDirectory() as logs:
         runs = train_all([submission / "train.py", key / "fixed.py"], seeds, Path(logs),
-                         task.SOURCE, {s: x for s, (x, _) in fresh.items()}, cache)
+                         task.SOURCE, {s: x for s, (x, _) in fresh.items()})
     broken = next((t for t, _ in runs[1] if t.error), None)
     if broken:  # the key's own script must train: this is the key's fault, not the submission's
         raise RuntimeError(f"the key's fixed.py failed on seed {broken.seed}: {broken.error}")
