@@ -82,30 +82,37 @@ def exportable(scenarios: list[str] | None) -> list[str]:
     return scenarios or supported()
 
 
-def why_not_exported(scenario: str) -> str:
-    """Why the bug scenario ``scenario`` (``<model>-<bug>``) has no exported pair; ``""`` when it
-    has one."""
+def export_status(scenario: str) -> tuple[str, str]:
+    """Whether the bug scenario ``scenario`` (``<model>-<bug>``) exports: ``("exported", "")``,
+    or ``"not yet"``, ``"cannot export"`` or ``"loud"`` with the reason why not."""
     spec = get_scenario(scenario)
     bug = get_bug(spec.bug)
     if scenario in supported():
-        return ""
+        return "exported", ""
     if spec.model not in template_models():
-        return f"no {spec.model} reproducer template yet"
+        return "not yet", f"no {spec.model} reproducer template yet"
     if bug.loud:
-        return "loud: the run crashes or hangs at once, so there is nothing to find"
-    return CANNOT_EXPORT.get(spec.bug, f"no export delta for the {spec.model} template yet")
+        return "loud", "loud: the run crashes or hangs at once, so there is nothing to find"
+    if spec.bug in CANNOT_EXPORT:
+        return "cannot export", CANNOT_EXPORT[spec.bug]
+    return "not yet", f"no export delta for the {spec.model} template yet"
 
 
-def export_status(command: str) -> str:
+def why_not_exported(scenario: str) -> str:
+    """Why the bug scenario ``scenario`` has no exported pair; ``""`` when it has one."""
+    return export_status(scenario)[1]
+
+
+def status_page(command: str) -> str:
     """``results/exports.md``: per model, how many bug scenarios export, and why each of the
     others does not."""
-    rows = [{"model": s.model, "scenario": s.id, "why_not": why_not_exported(s.id)}
-            for s in list_scenarios() if s.bug and s.id == scenario_id(s.model, s.bug)]
+    rows = []
+    for spec in list_scenarios():
+        if spec.bug and spec.id == scenario_id(spec.model, spec.bug):
+            kind, why = export_status(spec.id)
+            rows.append({"model": spec.model, "scenario": spec.id, "kind": kind, "why_not": why})
     table = pd.DataFrame(rows).sort_values(["model", "scenario"])
-    kind = table["why_not"].map(lambda why: "exported" if not why else
-                                "loud" if why.startswith("loud") else
-                                "not yet" if why.startswith("no ") else "cannot export")
-    counts = pd.crosstab(table["model"], kind).reindex(
+    counts = pd.crosstab(table["model"], table["kind"]).reindex(
         columns=["exported", "not yet", "cannot export", "loud"], fill_value=0)
     counts.insert(0, "bug scenarios", counts.sum(axis=1))
     counts.loc["all"] = counts.sum()
@@ -225,7 +232,7 @@ def main(argv: list[str]) -> int:
                         "FILE (Markdown)")
     args = p.parse_args(argv)
     if args.status:
-        text = export_status(command_line("export", argv))
+        text = status_page(command_line("export", argv))
         try:
             args.status.write_text(text)
         except OSError as e:
