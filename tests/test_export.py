@@ -62,6 +62,7 @@ def test_results_say_which_scenarios_export_and_why_each_other_one_does_not(tmp_
     assert (tmp_path / "exports.md").read_text().replace(str(tmp_path / "exports.md"),
                                                          "results/exports.md") == committed
     assert f"**{len(supported())} of " in committed
+    assert main(["export", "--status", str(tmp_path / "no" / "exports.md")]) == 2  # one line
     tally = {row.split("|")[1].strip(): [int(c) for c in row.split("|")[2:-1]]
              for row in committed.splitlines() if row.startswith(("| all |", "| gpt |"))}
     total, exported, not_yet, cannot, loud = tally["all"]
