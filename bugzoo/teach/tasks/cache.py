@@ -2,8 +2,9 @@
 
 A run of a task script is a pure function of the script's text and its seed (a graded run, also
 of the fresh inputs its model is measured on), given the torch and the bugzoo that ran it. So
-the grader, ``bugzoo task validate``, ``task set`` and ``task agents`` keep what each run left
-under a key made of those, and a rebuilt task set or a rerun board trains only what changed.
+the grader, ``bugzoo task make`` (a task's report), ``task validate``, ``task set`` and ``task
+agents`` keep what each run left under a key made of those, and a rebuilt task set or a rerun
+board trains only what changed.
 
 The cache is the folder ``$BUGZOO_CACHE`` (default ``~/.cache/bugzoo``), one subfolder per
 bugzoo version; delete it at will, and ``BUGZOO_CACHE=off`` turns it off. An entry holds plain
