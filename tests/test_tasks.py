@@ -19,7 +19,7 @@ from bugzoo.scenarios import get_scenario
 from bugzoo.teach.export import render_clean, supported
 from bugzoo.teach.tasks import cache, health
 from bugzoo.teach.tasks import grade as grade_module
-from bugzoo.teach.tasks import make as make_module
+from bugzoo.teach.tasks import runner as runner_module
 from bugzoo.teach.tasks.grade import grade, why_not_kept
 from bugzoo.teach.tasks.interview import difficulty, hints
 from bugzoo.teach.tasks.rules import diagnose, repair
@@ -41,7 +41,7 @@ def task(tmp_path_factory):
 
 def test_a_task_made_again_reads_its_runs_from_the_cache(task, tmp_path, monkeypatch):
     folder, _ = task
-    monkeypatch.setattr(make_module, "ScriptProcess", None)  # any training would fail
+    monkeypatch.setattr(runner_module, "ScriptProcess", None)  # any training would fail
     assert cli(["task", "make", SCENARIO, "--out", str(tmp_path / "task"), "--key",
                 str(tmp_path / "key")]) == 0
     for name in ("REPORT.md", "trace.csv", "train.py"):

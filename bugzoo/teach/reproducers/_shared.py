@@ -74,14 +74,17 @@ print(f"SYMPTOM ${METRIC}={summary['${METRIC}']:.6g}")
 LOOP = EVALUATE + TRAIN
 
 # AdamW with 20 warm-up steps, then cosine decay over the run, as in the mlp's template
-OPTIMIZER = '''optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
+ADAMW = '''optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
 scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min((s + 1) / 20, 0.5 * (
     1 + math.cos(math.pi * min(s / STEPS, 1.0)))))
-
+'''
+# a classifier's loss: cross-entropy of the logits against the labels
+LOSS = '''
 
 def loss_fn(logits, y):
     return F.cross_entropy(logits, y)
 '''
+OPTIMIZER = ADAMW + LOSS
 
 # Reviews for the sequence models: filler words with up to three sentiment phrases, one per
 # third of the review; a negated phrase uses the opposite word, so every phrase agrees with the

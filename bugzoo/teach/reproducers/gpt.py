@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 
 from bugzoo.bugs import Delta
-from bugzoo.teach.reproducers._shared import CLIP1, HEADER, OPTIMIZER, TRAIN
+from bugzoo.teach.reproducers._shared import ADAMW, CLIP1, HEADER, TRAIN
 
 DEFAULTS: dict[str, object] = {"STEPS": 300, "LR": 3e-3, "N_TRAIN": 2000, "N_VAL": 300}
 
@@ -90,9 +90,11 @@ class GPT(nn.Module):
 
 
 model = GPT()
-''' + OPTIMIZER.replace(
-    "return F.cross_entropy(logits, y)",
-    "return F.cross_entropy(logits.transpose(1, 2), y)  # [B, VOCAB, S] against [B, S]") + '''
+''' + ADAMW + '''
+
+def loss_fn(logits, y):
+    return F.cross_entropy(logits.transpose(1, 2), y)  # [B, VOCAB, S] against [B, S]
+
 
 def evaluate(split):
     *inputs, y = split

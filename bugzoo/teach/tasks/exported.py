@@ -27,9 +27,8 @@ from bugzoo.judge.tables import markdown
 from bugzoo.judge.validity import ALPHA, VALIDITY_SEEDS, compare
 from bugzoo.scenarios import get_scenario
 from bugzoo.teach.export import exportable
-from bugzoo.teach.tasks import cache
 from bugzoo.teach.tasks.make import empty_folder
-from bugzoo.teach.tasks.runner import ScriptProcess
+from bugzoo.teach.tasks.runner import trained_runs
 from bugzoo.teach.tasks.script import task_scripts
 
 log = logging.getLogger(__name__)
@@ -37,51 +36,32 @@ log = logging.getLogger(__name__)
 SEEDS = [int(s) for s in VALIDITY_SEEDS.split(",")]
 
 
-def seed_summaries(script: Path, log_file: Path) -> list[dict[str, float]]:
-    """The script's own summary for each seed (empty where it stopped first); a seed's summary
-    kept in the cache (:mod:`~bugzoo.teach.tasks.cache`) is read from it."""
-    text = script.read_text()
-    keys = {seed: cache.key(text, str(seed), "summary") for seed in SEEDS}
-    summaries = {seed: kept["observed"] for seed in SEEDS
-                 if (kept := cache.load(keys[seed])) is not None}
-    if missing := [seed for seed in SEEDS if seed not in summaries]:
-        with ScriptProcess(script, log_file) as process:
-            for seed in missing:
-                trained = process.train(seed)
-                summaries[seed] = trained.observed
-                if not trained.error:
-                    cache.save(keys[seed], {"observed": trained.observed})
-    return [summaries[seed] for seed in SEEDS]
-
-
 def validate_exports(scenarios: list[str], work: Path) -> pd.DataFrame:
     """One row per scenario: its exported pair's symptom test.
 
     Task scripts are neutral, so many scenarios of one model share their fixed script: each
-    distinct script trains once, two at a time, and every pair that holds it reads its values."""
+    distinct script trains once (or is read from the run cache), two at a time, and every pair
+    that holds it reads its summaries."""
     pairs = {scenario: task_scripts(scenario) for scenario in scenarios}
     distinct = list(dict.fromkeys(text for scripts in pairs.values() for text in scripts.values()))
-    metrics = {text: set() for text in distinct}
-    for scenario, scripts in pairs.items():
-        for text in scripts.values():
-            metrics[text].add(get_bug(get_scenario(scenario).bug).check.metric)
     done = [0]
 
-    def train(number: int, text: str) -> dict[str, list[float | None]]:
+    def summaries(number: int, text: str) -> list[dict[str, float]]:
         script = work / f"script{number:03d}.py"
         script.write_text(text)
-        observed = seed_summaries(script, work / f"script{number:03d}.log")
+        runs = trained_runs(script, SEEDS, work / f"script{number:03d}.log")
         done[0] += 1
         log.info("%d/%d scripts trained", done[0], len(distinct))
-        return {metric: [o.get(metric) for o in observed] for metric in metrics[text]}
+        return [run.observed for run in runs]  # empty where a run stopped first
 
     with ThreadPoolExecutor(2) as pool:
-        values = dict(zip(distinct, pool.map(train, range(len(distinct)), distinct),
-                          strict=True))
+        observed = dict(zip(distinct, pool.map(summaries, range(len(distinct)), distinct),
+                            strict=True))
     rows = []
     for scenario, scripts in pairs.items():
         bug = get_bug(get_scenario(scenario).bug)
-        buggy, fixed = (values[scripts[v]][bug.check.metric] for v in ("buggy", "fixed"))
+        buggy, fixed = ([o.get(bug.check.metric) for o in observed[scripts[v]]]
+                        for v in ("buggy", "fixed"))
         result = compare(bug.check.metric, bug.check.direction, buggy, fixed)
         rows.append({"scenario": scenario, "metric": bug.check.metric,
                      "direction": bug.check.direction, "buggy": buggy, "fixed": fixed,

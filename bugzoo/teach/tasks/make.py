@@ -14,7 +14,6 @@ import json
 import math
 import secrets
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
@@ -25,8 +24,7 @@ from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.scenarios import get_scenario
 from bugzoo.teach.catalogue import OUTCOME_WORDS
 from bugzoo.teach.export import supported
-from bugzoo.teach.tasks import cache
-from bugzoo.teach.tasks.runner import ScriptProcess, Trained
+from bugzoo.teach.tasks.runner import Trained, trained_runs
 from bugzoo.teach.tasks.script import family, settings, task_scripts
 
 GRADE_SEEDS = (0, 1, 2, 3, 4)
@@ -52,19 +50,10 @@ def empty_folder(path: Path, what: str) -> Path:
 
 
 def first_runs(buggy: Path, fixed: Path, logs: Path) -> tuple[Trained, Trained]:
-    """Seed 0 of both scripts, side by side; a run kept in the cache
-    (:mod:`~bugzoo.teach.tasks.cache`) is read from it, and writes no log."""
-    def run(pair: tuple[Path, Path]) -> Trained:
-        name = cache.key(pair[0].read_text(), "0", "first run")
-        if (kept := cache.load(name)) is not None:
-            return Trained(**kept["trained"])
-        with ScriptProcess(*pair) as process:
-            trained = process.train(0)
-        if not trained.error:
-            cache.save(name, {"trained": asdict(trained)})
-        return trained
+    """Seed 0 of both scripts, side by side (a run kept in the cache is read, and logs nothing)."""
     with ThreadPoolExecutor(2) as pool:
-        found = list(pool.map(run, ((buggy, logs / "buggy.log"), (fixed, logs / "fixed.log"))))
+        found = list(pool.map(lambda pair: trained_runs(*pair)[0],
+                              ((buggy, [0], logs / "buggy.log"), (fixed, [0], logs / "fixed.log"))))
     return found[0], found[1]
 
 

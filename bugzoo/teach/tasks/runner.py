@@ -19,7 +19,7 @@ import sys
 import traceback
 from collections import Counter
 from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 
@@ -32,6 +32,7 @@ from torch.optim.optimizer import (
 
 from bugzoo.harness.processes import worker_context
 from bugzoo.integrations.live import LiveWatch, foreign_view
+from bugzoo.teach.tasks import cache
 
 TRAIN_TIMEOUT_S = 300.0  # a task script trains in seconds: past this it is stuck
 
@@ -206,3 +207,20 @@ class ScriptProcess:
         except (TimeoutError, EOFError, OSError) as error:
             return str(error) or "its process died"
         return "the script left no nn.Module named 'model'" if outputs is None else outputs
+
+
+def trained_runs(script: Path, seeds: list[int], log: Path) -> list[Trained]:
+    """Each seed's run of ``script`` (no detectors, no data source kept). A run kept in the cache
+    (:mod:`~bugzoo.teach.tasks.cache`) is read from it; the others train in one process, their
+    output to ``log``, and are kept when they ended without an error."""
+    text = script.read_text()
+    keys = {seed: cache.key(text, str(seed)) for seed in seeds}
+    runs = {seed: Trained(**kept["trained"]) for seed in seeds
+            if (kept := cache.load(keys[seed])) is not None}
+    if missing := [seed for seed in seeds if seed not in runs]:
+        with ScriptProcess(script, log) as process:
+            for seed in missing:
+                runs[seed] = process.train(seed)
+                if not runs[seed].error:
+                    cache.save(keys[seed], {"trained": asdict(runs[seed])})
+    return [runs[seed] for seed in seeds]
