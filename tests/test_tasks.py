@@ -211,6 +211,9 @@ def test_the_committed_task_results_are_whole_and_quoted_as_they_are():
     figures = [str(solved.loc[s, "sum"]) for s in ("noop", "oracle", "oracle_variant", "rules")]
     assert (f"On the {count[1]} tasks `noop`, `oracle`, `oracle_variant` and `rules` solve "
             f"{', '.join(figures[:3])} and {figures[3]}.") in guide
+    variant = grades[grades["solver"] == "oracle_variant"].groupby("model")["solved"]
+    for model, (solved_here, tasks_here) in variant.agg(["sum", "count"]).iterrows():
+        assert f"{solved_here} of {tasks_here} on the {model}" in guide, model
 
 
 def test_an_interview_key_climbs_from_symptom_to_answer(task):

@@ -67,5 +67,10 @@ loss = nn.CrossEntropyLoss()(model(x), y)      # log-softmax happens inside""",
             ("return self.head(self.backbone((x - self.mean) / self.std))",
              "return torch.softmax(self.head(self.backbone((x - self.mean) / self.std)), dim=-1)"),
         ),
+    ), "gpt": Delta(
+        patch=(
+            ("return self.head(self.norm(self.blocks(x)))",
+             "return torch.softmax(self.head(self.norm(self.blocks(x))), dim=-1)"),
+        ),
     )},
 )

@@ -44,7 +44,7 @@ val_loader = DataLoader(val_set, batch_size=500)""",
         ),
         # a small, noisy training set: memorisation shows
         settings={"N_TRAIN": 256, "N_VAL": 128, "NOISE": 0.3, "STEPS": 400},
-    ), **dict.fromkeys(("lstm", "transformer"), Delta(
+    ), **dict.fromkeys(("lstm", "transformer", "gpt"), Delta(
         patch=(
             ("val_loss, val_acc = evaluate(val)",
              "val_loss, val_acc = evaluate(train)"),

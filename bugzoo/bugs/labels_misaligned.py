@@ -53,7 +53,7 @@ x, y = x[perm], y[perm]                # one permutation for both""",
              "x_train = x_train[torch.randperm(len(x_train))]\n"
              "y_train = y_train[torch.randperm(len(y_train))]\n"),
         ),
-    ), **dict.fromkeys(("lstm", "transformer", "resnet"), Delta(
+    ), **dict.fromkeys(("lstm", "transformer", "resnet", "gpt"), Delta(
         patch=(
             ("train, val, hold = make_split(${N_TRAIN}), make_split(${N_VAL}), make_split(500)\n",
              "train, val, hold = make_split(${N_TRAIN}), make_split(${N_VAL}), make_split(500)\n"

@@ -71,5 +71,12 @@ val_loader = DataLoader(val_set)""",
              "train = tuple(torch.cat([t, v]) for t, v in zip(train, val))\n"),
         ),
         settings={"NOISE": 2.0, "N_TRAIN": 256, "N_VAL": 128},  # small and noisy, as above
+    ), "gpt": Delta(
+        patch=(
+            ("train, val, hold = make_split(${N_TRAIN}), make_split(${N_VAL}), make_split(500)\n",
+             "train, val, hold = make_split(${N_TRAIN}), make_split(${N_VAL}), make_split(500)\n"
+             "train = tuple(torch.cat([t, v]) for t, v in zip(train, val))\n"),
+        ),
+        settings={"N_TRAIN": 500, "N_VAL": 500},  # the scenario's small set, seen many times
     )},
 )

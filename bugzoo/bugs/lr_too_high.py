@@ -37,7 +37,7 @@ optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)"""
     params={
         "lr": 1000.0,
     },
-    reproducers=dict.fromkeys(("mlp", "lstm", "transformer", "resnet"), Delta(
+    reproducers=dict.fromkeys(("mlp", "lstm", "transformer", "resnet", "gpt"), Delta(
         patch=(
             ("lr=LR, weight_decay",
              "lr=1e3, weight_decay"),

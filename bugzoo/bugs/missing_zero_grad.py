@@ -44,7 +44,7 @@ for x, y in loader:
     loss.backward()
     optimizer.step()""",
     onset_note="the step at which the call disappears",
-    reproducers=dict.fromkeys(("mlp", "lstm", "transformer", "resnet"), Delta(
+    reproducers=dict.fromkeys(("mlp", "lstm", "transformer", "resnet", "gpt"), Delta(
         patch=(
             ("        optimizer.zero_grad()\n",
              ""),

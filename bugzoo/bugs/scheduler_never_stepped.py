@@ -44,7 +44,7 @@ for x, y in loader:
     loss_fn(model(x), y).backward()
     optimizer.step()
     scheduler.step()""",
-    reproducers=dict.fromkeys(("mlp", "lstm", "transformer", "resnet"), Delta(
+    reproducers=dict.fromkeys(("mlp", "lstm", "transformer", "resnet", "gpt"), Delta(
         patch=(
             ("        scheduler.step()\n",
              ""),

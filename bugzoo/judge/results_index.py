@@ -99,7 +99,8 @@ FIXED = [
     Entry(("agents.md", "agents.csv"), "Reference solvers (`noop`, `oracle`, `oracle_variant`, "
           "`rules`) "
           "on the task set, each submission graded by retraining: diagnosed, healthy and "
-          "solved rates over tasks with 95% intervals; the CSV has one row per solver and task",
+          "solved rates over tasks with 95% intervals, and solved per model; the CSV has one "
+          "row per solver and task",
           "`bugzoo task agents --set results/runs/tasks`"),
     Entry(("health.csv",), "Every clean scenario's validation accuracy over 5 seeds beside its "
           "model's default (also a section of `validity.md`)", "`bugzoo validate`",

@@ -28,6 +28,7 @@ from bugzoo.commands import command_line
 from bugzoo.errors import ArgumentParser, UsageError, unknown_choice
 from bugzoo.judge.stats import clopper_pearson
 from bugzoo.judge.tables import markdown
+from bugzoo.scenarios import get_scenario
 from bugzoo.teach.export import exportable
 from bugzoo.teach.tasks.grade import Grade, grade
 from bugzoo.teach.tasks.make import empty_folder, make_task
@@ -89,7 +90,7 @@ def score_solvers(root: Path, solvers: list[str]) -> pd.DataFrame:
     index = pd.read_csv(root / "keys" / "index.csv")
     rows = []
     for solver in solvers:
-        for task_id in index.loc[index["in_set"], "task"]:
+        for task_id, scenario in index.loc[index["in_set"], ["task", "scenario"]].values:
             key, submission = root / "keys" / task_id, root / "submissions" / solver / task_id
             if submission.exists():
                 shutil.rmtree(submission)
@@ -97,7 +98,8 @@ def score_solvers(root: Path, solvers: list[str]) -> pd.DataFrame:
             result = grade(submission, key)
             (submission / "grade.json").write_text(json.dumps(asdict(result), indent=1) + "\n")
             log.info("%s %s: %s", solver, task_id, result.line())
-            rows.append({"solver": solver, "task": task_id, "diagnosed": result.diagnosed,
+            rows.append({"solver": solver, "task": task_id, "model": get_scenario(scenario).model,
+                         "diagnosed": result.diagnosed,
                          "kept_task": result.kept_task, "healthy": result.healthy,
                          "solved": result.solved})
     return pd.DataFrame(rows)
@@ -111,6 +113,9 @@ def agents_tables(grades: pd.DataFrame, command: str) -> str:
             rate, lo, hi = clopper_pearson(int(group[column].sum()), len(group))
             row[column] = f"{rate:.2f} [{lo:.2f}, {hi:.2f}]"
         rows.append(row)
+    by_model = grades.groupby(["solver", "model"], sort=False)["solved"].agg(["sum", "count"])
+    by_model = (by_model["sum"].astype(str) + " of " + by_model["count"].astype(str)).unstack()
+    by_model = by_model[sorted(by_model.columns)]
     return (f"# Solvers on the find-and-fix tasks\n\nRegenerate with `{command}`. Each solver "
             "hands in a patched `train.py` and an `answer.json` per task of the set "
             "(`results/tasks.md`); `bugzoo task grade` retrains it over 5 seeds and measures "
@@ -128,7 +133,8 @@ def agents_tables(grades: pd.DataFrame, command: str) -> str:
             "loop, takes the category of the earliest alarm as its diagnosis and applies the "
             "known fixes filed under it (`bugzoo/teach/tasks/rules.py`). The table was written "
             "knowing the catalogue's mistakes: its figure is what such rules reach at best.\n\n"
-            f"{markdown(pd.DataFrame(rows))}\n")
+            f"{markdown(pd.DataFrame(rows))}\n\nSolved, by the task's model:\n\n"
+            f"{markdown(by_model.reset_index())}\n")
 
 
 def set_main(argv: list[str]) -> int:
