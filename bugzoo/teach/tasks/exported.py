@@ -59,22 +59,26 @@ def validate_exports(scenarios: list[str], work: Path) -> pd.DataFrame:
                             strict=True))
     rows = []
     for scenario, scripts in pairs.items():
-        bug = get_bug(get_scenario(scenario).bug)
+        spec = get_scenario(scenario)
+        bug = get_bug(spec.bug)
         buggy, fixed = ([o.get(bug.check.metric) for o in observed[scripts[v]]]
                         for v in ("buggy", "fixed"))
         result = compare(bug.check.metric, bug.check.direction, buggy, fixed)
         rows.append({"scenario": scenario, "metric": bug.check.metric,
                      "direction": bug.check.direction, "buggy": buggy, "fixed": fixed,
-                     "effect": result.effect, "p_value": result.p_value})
+                     "effect": result.effect, "p_value": result.p_value,
+                     "catalogue": "unproven" if spec.unproven else "proven"})
     table = pd.DataFrame(rows)
     table["q_value"] = stats.false_discovery_control(table["p_value"], method="bh")
     table["valid"] = table["q_value"] < ALPHA
-    return table
+    return table[[c for c in table.columns if c != "catalogue"] + ["catalogue"]]
 
 
 def report(table: pd.DataFrame, command: str) -> str:
     def values(xs: list) -> str:
         return ", ".join("-" if x is None else f"{x:.3g}" for x in xs)
+    invalid = table[~table["valid"]]
+    unproven = list(invalid.loc[invalid["catalogue"] == "unproven", "scenario"])
     shown = table.assign(buggy=table["buggy"].map(values), fixed=table["fixed"].map(values),
                          effect=table["effect"].map(lambda e: f"{e:+.3g}"),
                          p_value=table["p_value"].map(lambda p: f"{p:.2g}"),
@@ -85,8 +89,12 @@ def report(table: pd.DataFrame, command: str) -> str:
             "script's own summary reports it. Exact one-sided p-values (permutation test of "
             "rank sums; Fisher's exact test for events), Benjamini-Hochberg q-values across "
             f"the scenarios, valid at q < {ALPHA}. Effect: difference of medians (of event "
-            f"rates for events), buggy minus fixed.\n\n**{int(table['valid'].sum())} of "
-            f"{len(table)} exported pairs are valid.**\n\n{markdown(shown)}\n")
+            "rates for events), buggy minus fixed. *catalogue*: whether `bugzoo validate` "
+            "proves the scenario itself or the catalogue declares it unproven (`results/"
+            f"validity.md`).\n\n**{int(table['valid'].sum())} of {len(table)} exported pairs "
+            f"are valid.** Of the {len(invalid)} others, {len(unproven)} belong to scenarios the "
+            f"catalogue leaves unproven too: {', '.join(unproven) or 'none'}.\n\n"
+            f"{markdown(shown)}\n")
 
 
 def main(argv: list[str]) -> int:
