@@ -7,6 +7,7 @@ import importlib
 import json
 import math
 import re
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -25,7 +26,7 @@ from bugzoo.teach.tasks.interview import difficulty, hints
 from bugzoo.teach.tasks.rules import diagnose, repair
 from bugzoo.teach.tasks.runner import Trained
 from bugzoo.teach.tasks.script import seeded, task_scripts
-from bugzoo.teach.tasks.solvers import noop, oracle
+from bugzoo.teach.tasks.solvers import noop, oracle, oracle_variant
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = "mlp-double_softmax"
@@ -214,6 +215,19 @@ def test_the_committed_task_results_are_whole_and_quoted_as_they_are():
     variant = grades[grades["solver"] == "oracle_variant"].groupby("model")["solved"]
     for model, (solved_here, tasks_here) in variant.agg(["sum", "count"]).iterrows():
         assert f"{solved_here} of {tasks_here} on the {model}" in guide, model
+
+
+def test_oracle_variant_picks_its_change_by_scenario_so_renumbering_keeps_it(task, tmp_path):
+    """The same scenario under another task id (a rebuilt set numbers its tasks anew) gets the
+    same harmless change, so the solver's figures move only when the grader does."""
+    folder, key = task
+    renamed = tmp_path / "task-02"
+    shutil.copytree(folder, renamed)
+    first, second = (oracle_variant(f, key, tmp_path / name)
+                     for f, name in ((folder, "first"), (renamed, "second")))
+    assert (first / "variant.txt").read_text() == (second / "variant.txt").read_text()
+    assert (first / "train.py").read_text() == (second / "train.py").read_text()
+    assert (first / "train.py").read_text() != (key / "fixed.py").read_text()
 
 
 def test_an_interview_key_climbs_from_symptom_to_answer(task):

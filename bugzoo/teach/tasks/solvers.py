@@ -6,7 +6,7 @@
   miss is a grader or export bug, not a hard task.
 * ``oracle_variant`` hands in the key's fix with a harmless change on top (another batch size,
   optimizer, width, clipping or dropout: a healthy variant of the model's script, chosen by
-  the task's id). It must score about 100% too: the grader's margins accept a fix that is not the
+  the task's scenario). It must score about 100% too: the grader's margins accept a fix that is not the
   key's exact text.
 * ``rules`` runs the task's script once with bugzoo's heuristic detectors watching its loop,
   diagnoses from their alarms and patches from a table of known fixes (:mod:`.rules`).
@@ -61,7 +61,8 @@ def harmless_changes(model: str) -> dict[str, list[tuple[str, str]]]:
 def oracle_variant(task: Path, key: Path, submission: Path) -> Path:
     answer = json.loads((key / "key.json").read_text())
     changes = harmless_changes(answer["model"])
-    name = sorted(changes)[zlib.crc32(task.name.encode()) % len(changes)]  # fixed per task
+    # fixed per scenario, so renumbering a task set leaves each task's variant where it was
+    name = sorted(changes)[zlib.crc32(answer["scenario"].encode()) % len(changes)]
     text = (key / "fixed.py").read_text()
     for old, new in changes[name]:
         old, new = (Template(s).safe_substitute(answer["settings"]) for s in (old, new))

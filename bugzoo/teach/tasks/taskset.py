@@ -128,7 +128,7 @@ def agents_tables(grades: pd.DataFrame, command: str) -> str:
             "miss is a grader or export bug.\n"
             "* `oracle_variant` hands in the key's fix with a harmless change on top (a "
             "healthy variant of the script: batch size, optimizer, width, clipping or dropout, "
-            "chosen by the task's id): it should score about 1, or the margins are too tight.\n"
+            "chosen by the task's scenario): it should score about 1, or the margins are too tight.\n"
             "* `rules` runs the task's script once with bugzoo's heuristic detectors watching its "
             "loop, takes the category of the earliest alarm as its diagnosis and applies the "
             "known fixes filed under it (`bugzoo/teach/tasks/rules.py`). The table was written "
