@@ -323,9 +323,12 @@ def test_kept_loss_tensors_caught_by_memory_growth():
 
 
 def test_parsing_in_the_loader_caught_by_input_bound():
+    """Caught once its window of 20 steps is full (step 19) or a few steps later: the share of
+    a step spent fetching is wall time, and a loaded machine moves it around the threshold
+    (a full suite run saw step 20, its own workers sharing the cores)."""
     result = run("scenario=mlp-dataloader_bottleneck", detectors=["input_bound"], steps=25)
     found = alarms_of(result, "input_bound")
-    assert list(found["category"]) == ["performance"] and found["step"].iloc[0] == 19
+    assert list(found["category"]) == ["performance"] and 19 <= found["step"].iloc[0] < 25
 
 
 def test_shifted_training_labels_caught_by_below_chance():
