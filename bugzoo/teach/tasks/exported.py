@@ -59,19 +59,19 @@ def validate_exports(scenarios: list[str], work: Path) -> pd.DataFrame:
                             strict=True))
     rows = []
     for scenario, scripts in pairs.items():
-        spec = get_scenario(scenario)
-        bug = get_bug(spec.bug)
+        bug = get_bug(get_scenario(scenario).bug)
         buggy, fixed = ([o.get(bug.check.metric) for o in observed[scripts[v]]]
                         for v in ("buggy", "fixed"))
         result = compare(bug.check.metric, bug.check.direction, buggy, fixed)
         rows.append({"scenario": scenario, "metric": bug.check.metric,
                      "direction": bug.check.direction, "buggy": buggy, "fixed": fixed,
-                     "effect": result.effect, "p_value": result.p_value,
-                     "catalogue": "unproven" if spec.unproven else "proven"})
+                     "effect": result.effect, "p_value": result.p_value})
     table = pd.DataFrame(rows)
     table["q_value"] = stats.false_discovery_control(table["p_value"], method="bh")
     table["valid"] = table["q_value"] < ALPHA
-    return table[[c for c in table.columns if c != "catalogue"] + ["catalogue"]]
+    table["catalogue"] = ["unproven" if get_scenario(s).unproven else "proven"
+                          for s in table["scenario"]]
+    return table
 
 
 def report(table: pd.DataFrame, command: str) -> str:

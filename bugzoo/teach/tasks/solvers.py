@@ -6,8 +6,8 @@
   miss is a grader or export bug, not a hard task.
 * ``oracle_variant`` hands in the key's fix with a harmless change on top (another batch size,
   optimizer, width, clipping or dropout: a healthy variant of the model's script, chosen by
-  the task's scenario). It must score about 100% too: the grader's margins accept a fix that is not the
-  key's exact text.
+  the task's scenario). It must score about 100% too: the grader's margins accept a fix that
+  is not the key's exact text.
 * ``rules`` runs the task's script once with bugzoo's heuristic detectors watching its loop,
   diagnoses from their alarms and patches from a table of known fixes (:mod:`.rules`).
 """

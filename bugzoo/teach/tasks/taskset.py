@@ -7,8 +7,9 @@ script, handed in as a fix, must be judged not healthy. The others are listed wi
 ``results/tasks.md`` holds both lists.
 
 ``bugzoo task agents --set DIR`` runs each solver (:mod:`~bugzoo.teach.tasks.solvers`) on
-every task of the set, grades it, and writes ``results/agents.md`` and ``results/agents.csv``. Rates are over tasks (one task per
-bug), each with a 95% Clopper-Pearson interval.
+every task of the set, grades it, and writes ``results/agents.md`` and ``results/agents.csv``.
+Rates are over tasks (one task per scenario), each with a 95% Clopper-Pearson interval, and the
+tasks solved are counted per model too.
 """
 
 from __future__ import annotations
@@ -128,7 +129,8 @@ def agents_tables(grades: pd.DataFrame, command: str) -> str:
             "miss is a grader or export bug.\n"
             "* `oracle_variant` hands in the key's fix with a harmless change on top (a "
             "healthy variant of the script: batch size, optimizer, width, clipping or dropout, "
-            "chosen by the task's scenario): it should score about 1, or the margins are too tight.\n"
+            "chosen by the task's scenario): it should score about 1, or the margins are too "
+            "tight.\n"
             "* `rules` runs the task's script once with bugzoo's heuristic detectors watching its "
             "loop, takes the category of the earliest alarm as its diagnosis and applies the "
             "known fixes filed under it (`bugzoo/teach/tasks/rules.py`). The table was written "
