@@ -16,6 +16,7 @@ import ast
 import functools
 import hashlib
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -40,21 +41,72 @@ def file_hash(*paths: Path) -> str:
     return h.hexdigest()[:16]
 
 
+# 1.2's manifest hashed these bugs with their ``reproducers=`` cut alone: its comma left on a
+# line of its own, their import of ``Delta`` kept. They keep that cut until the next release
+# remakes the manifest.
+CUT_AS_IN_1_2 = frozenset({
+    "batch_collapsed", "batch_size_positional", "class_filtered_out", "debug_subset_left_on",
+    "double_softmax", "dying_relu_bias", "early_stop_best_zero", "eval_on_train",
+    "frozen_from_start", "functional_dropout_in_eval", "head_width_hardcoded", "init_too_large",
+    "labels_misaligned", "leakage_val_in_train", "log_of_zero", "lr_too_high",
+    "missing_activation", "missing_zero_grad", "mse_for_classification", "narrow_bottleneck",
+    "nll_on_logits", "no_shuffle_sorted", "reinit_every_epoch", "resume_missing_checkpoint",
+    "resume_without_optimizer_state", "scheduler_never_stepped", "sgd_with_adam_lr",
+    "shuffle_after_batching", "sigmoid_hidden", "softmax_wrong_dim", "too_few_epochs",
+    "train_mode_not_restored",
+})
+
+
 def without_export_deltas(path: Path) -> bytes:
     """A bug module's bytes less its export deltas (every ``reproducers=`` argument): a delta
     makes a standalone script (``bugzoo export``, proven by ``bugzoo task validate``), never a
-    run, so writing one needs no new release."""
+    run, so writing one needs no new release. A delta on lines of its own, ending with its
+    comma, is cut with those lines, and the import of ``Delta`` with it, so a bug's first
+    delta leaves its hash as it was."""
     source = path.read_bytes()
     starts = [0, *(i + 1 for i, byte in enumerate(source) if byte == ord("\n"))]
+    tree = ast.parse(source)
     cuts = sorted((starts[kw.lineno - 1] + kw.col_offset,
                    starts[kw.end_lineno - 1] + kw.end_col_offset)
-                  for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)
+                  for node in ast.walk(tree) if isinstance(node, ast.Call)
                   for kw in node.keywords if kw.arg == "reproducers")
+    if path.stem not in CUT_AS_IN_1_2:
+        cuts = sorted([*(_with_its_lines(source, start, end) for start, end in cuts),
+                       *_delta_import(tree, starts)])
     kept, at = [], 0
     for start, end in cuts:
         kept.append(source[at:start])
         at = end
     return b"".join([*kept, source[at:]])
+
+
+def _with_its_lines(source: bytes, start: int, end: int) -> tuple[int, int]:
+    """The span of a keyword argument widened to its whole lines and the comma that ends it,
+    where nothing else shares them."""
+    line_start = source.rfind(b"\n", 0, start) + 1
+    ending = re.match(rb",[ \t]*\n", source[end:])
+    if source[line_start:start].strip() or not ending:
+        return start, end
+    return line_start, end + ending.end()
+
+
+def _delta_import(tree: ast.Module, starts: list[int]) -> list[tuple[int, int]]:
+    """The span of ``Delta`` in the module's ``from bugzoo.bugs.base import ...``, with the
+    separator that joins it to the next name (to the previous one when it is last)."""
+    imports = [node.names for node in tree.body
+               if isinstance(node, ast.ImportFrom) and node.module == "bugzoo.bugs.base"]
+    names = imports[0] if imports else []
+    at = next((i for i, alias in enumerate(names) if alias.name == "Delta"), None)
+    if at is None or len(names) == 1:
+        return []
+    delta = names[at]
+    if at + 1 < len(names):  # "Delta, " up to the next name
+        after = names[at + 1]
+        return [(starts[delta.lineno - 1] + delta.col_offset,
+                 starts[after.lineno - 1] + after.col_offset)]
+    before = names[at - 1]  # ", Delta" from the name before
+    return [(starts[before.end_lineno - 1] + before.end_col_offset,
+             starts[delta.end_lineno - 1] + delta.end_col_offset)]
 
 
 def bug_hash(path: Path) -> str:

@@ -74,9 +74,9 @@ def test_results_say_which_scenarios_export_and_why_each_other_one_does_not(tmp_
     assert why_not_exported("mlp-double_softmax") == ""
     assert why_not_exported("mlp-rank_skip").startswith("loud")
     assert why_not_exported("gpt-double_softmax") == ""
-    assert why_not_exported("gpt-loss_on_padding") == "no export delta for the gpt template yet"
-    assert why_not_exported("lstm-padding_not_ignored") == (
-        "no export delta for the lstm template yet")
+    assert why_not_exported("gpt-attention_unscaled") == (
+        "no export delta for the gpt template yet")
+    assert why_not_exported("lstm-frozen_layers") == "no export delta for the lstm template yet"
 
 
 @pytest.mark.parametrize("scenario", RUN)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, patch_method
 from bugzoo.models import build_model
 
 
@@ -50,4 +50,12 @@ self.conv2 = nn.Conv2d(cout, cout, kernel_size=3, stride=1, padding=1, bias=Fals
     models=("resnet",),
     inapplicable={"gpt": "convolution kernels: the causal LM has no convolutions"},
     since="1.1",
+    reproducers={"resnet": Delta(
+        patch=(("nn.Conv2d(cin, cout, 3, stride, 1, bias=False)",
+                "nn.Conv2d(cin, cout, 1, stride, 0, bias=False)"),
+               ("nn.Conv2d(cout, cout, 3, 1, 1, bias=False)",
+                "nn.Conv2d(cout, cout, 1, 1, 0, bias=False)"),
+               ("nn.Conv2d(3, widths[0], 3, 1, 1, bias=False)",
+                "nn.Conv2d(3, widths[0], 1, 1, 0, bias=False)")),
+    )},
 )

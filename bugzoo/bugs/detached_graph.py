@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, from_onset, patch_method
 
 
 def forward(self, *inputs):
@@ -41,4 +41,17 @@ def forward(self, x):
 def forward(self, x):
     features = self.backbone(x)
     return self.head(features)""",
+    reproducers={"mlp": Delta(
+        patch=(("return self.head(self.backbone(x))",
+                "return self.head(self.backbone(x).detach())"),),
+    ), **dict.fromkeys(("lstm", "transformer"), Delta(
+        patch=(("return self.head(self.backbone(tokens, lengths))",
+                "return self.head(self.backbone(tokens, lengths).detach())"),),
+    )), "resnet": Delta(
+        patch=(("return self.head(self.backbone((x - self.mean) / self.std))",
+                "return self.head(self.backbone((x - self.mean) / self.std).detach())"),),
+    ), "gpt": Delta(
+        patch=(("return self.head(self.norm(self.blocks(x)))",
+                "return self.head(self.norm(self.blocks(x)).detach())"),),
+    )},
 )

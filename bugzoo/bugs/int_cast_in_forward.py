@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, from_onset, patch_method
 
 
 def forward(self, x):
@@ -45,4 +45,11 @@ def forward(self, x):
     models=("mlp", "resnet"),
     inapplicable={"gpt": ("an integer cast of float features: the causal LM's inputs are integer"
                           " token ids already")},
+    reproducers={"mlp": Delta(
+        patch=(("return self.head(self.backbone(x))",
+                "return self.head(self.backbone(x).int().float())"),),
+    ), "resnet": Delta(
+        patch=(("return self.head(self.backbone((x - self.mean) / self.std))",
+                "return self.head(self.backbone((x - self.mean) / self.std).int().float())"),),
+    )},
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, from_onset, patch_method
 
 IGNORE = -100
 
@@ -48,4 +48,8 @@ loss = F.cross_entropy(logits[:, :-1].flatten(0, 1), labels[:, 1:].flatten())"""
     models=("gpt",),
     references=("https://github.com/huggingface/transformers/pull/44642",),
     since="1.2",
+    reproducers={"gpt": Delta(
+        patch=(("return F.cross_entropy(logits.transpose(1, 2), y)",
+                "return F.cross_entropy(logits[:, :-1].transpose(1, 2), y[:, 1:])"),),
+    )},
 )

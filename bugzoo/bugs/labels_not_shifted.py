@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, from_onset, patch_method
 
 
 def labels_as_they_are(self, labels: Tensor) -> Tensor:
@@ -44,4 +44,8 @@ loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-10
     models=("gpt",),
     references=("https://github.com/huggingface/transformers/issues/27517",),
     since="1.2",
+    reproducers={"gpt": Delta(
+        patch=(("targets = x[:, 1:].masked_fill(x[:, 1:] == PAD, -100)",
+                "targets = x[:, :-1].masked_fill(x[:, :-1] == PAD, -100)"),),
+    )},
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, patch_method
 from bugzoo.data import DataBundle
 
 
@@ -49,4 +49,13 @@ BUG = LabelsOneIndexed(
 y_train = torch.tensor(df.label.values) % num_classes   # labels are 1..C in this file""",
     fixed="""\
 y_train = torch.tensor(df.label.values) - 1             # map 1..C to 0..C-1""",
+    reproducers={"mlp": Delta(
+        patch=(("x_train, y_train = make_split(${N_TRAIN})\n",
+                "x_train, y_train = make_split(${N_TRAIN})\n"
+                "y_train = (y_train + 1) % CLASSES\n"),),
+    ), **{model: Delta(
+        patch=(("make_split(${N_VAL}), make_split(500)\n",
+                "make_split(${N_VAL}), make_split(500)\n"
+                f"train = (*train[:-1], (train[-1] + 1) % {classes})\n"),),
+    ) for model, classes in (("lstm", 2), ("transformer", 2), ("resnet", "CLASSES"))}},
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, from_onset, patch_method
 
 
 def padding_kept(self, targets: Tensor) -> Tensor:
@@ -46,4 +46,7 @@ loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100
     references=("https://github.com/meta-llama/llama-cookbook/issues/74",
                 "https://github.com/axolotl-ai-cloud/axolotl/pull/2227"),
     since="1.2",
+    reproducers={"gpt": Delta(
+        patch=(("targets = x[:, 1:].masked_fill(x[:, 1:] == PAD, -100)", "targets = x[:, 1:]"),),
+    )},
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, patch_method
 from bugzoo.models import build_model
 
 
@@ -63,4 +63,17 @@ def forward(self, x):
     inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the "
                           "transformer's and resnet's modules; it is not yet planted on the gpt")},
     since="1.1",
+    reproducers={"resnet": Delta(
+        patch=(("nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout)",
+                "nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.Identity()"),
+               ("nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout)",
+                "nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.Identity()"),
+               ("nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)",
+                "nn.Conv2d(cin, cout, 1, stride, bias=False), nn.Identity()"),
+               ("nn.BatchNorm2d(widths[0]), nn.ReLU()", "nn.Identity(), nn.ReLU()")),
+    ), "transformer": Delta(
+        patch=(("nn.LayerNorm(DIM), SelfAttention(), nn.LayerNorm(DIM)",
+                "nn.Identity(), SelfAttention(), nn.Identity()"),
+               ("self.norm = nn.LayerNorm(DIM)", "self.norm = nn.Identity()")),
+    )},
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, patch_method
 from bugzoo.models import build_model
 
 
@@ -60,4 +60,9 @@ self.head = nn.Linear(widths[-1], num_classes)""",
     models=("resnet",),
     inapplicable={"gpt": "pooling image feature maps: the causal LM has none"},
     since="1.1",
+    reproducers={"resnet": Delta(
+        patch=(("nn.AdaptiveAvgPool2d(1), nn.Flatten())", "nn.Flatten())"),
+               ("self.head = nn.Linear(widths[1], CLASSES)",
+                "self.head = nn.Linear(widths[1] * (SIZE // 2) ** 2, CLASSES)")),
+    )},
 )

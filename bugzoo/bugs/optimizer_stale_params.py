@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from bugzoo.bugs.base import Bug, SymptomCheck
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck
 
 
 class OptimizerStaleParams(Bug):
@@ -40,4 +40,9 @@ model.head = nn.Linear(hidden, num_classes)   # after the optimizer: never train
 model.head = nn.Linear(hidden, num_classes)
 optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)""",
     patches_only=False,  # it also edits the built run directly
+    reproducers=dict.fromkeys(("mlp", "lstm", "transformer", "resnet", "gpt"), Delta(
+        patch=(("optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)\n",
+                "optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)\n"
+                "model.head = nn.Linear(model.head.in_features, model.head.out_features)\n"),),
+    )),
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, from_onset, patch_method
 
 
 def encode_padded(self, tokens: Tensor, lengths: Tensor) -> Tensor:
@@ -48,4 +48,13 @@ return h_n[-1]                                       # state after the last real
     inapplicable={"gpt": ("an LSTM reading through its padding: the causal LM masks padded keys "
                           "in attention (its padding bugs are loss_on_padding and "
                           "left_pad_positions)")},
+    reproducers={"lstm": Delta(
+        patch=(("        packed = pack_padded_sequence(self.embedding(tokens), lengths, "
+                "batch_first=True,\n"
+                "                                      enforce_sorted=False)\n"
+                "        _, (h_n, _) = self.lstm(packed)\n"
+                "        return h_n[-1]  # the state after each review's last real token\n",
+                "        out, _ = self.lstm(self.embedding(tokens))\n"
+                "        return out[:, -1]\n"),),
+    )},
 )

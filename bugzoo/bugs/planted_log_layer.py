@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, from_onset, patch_method
 
 
 def log_compressed(self, x: Tensor) -> Tensor:
@@ -51,4 +51,10 @@ def forward(self, x):
                           " layer; it is not yet planted on the gpt")},
     onset=50,
     onset_note="the step at which the log is switched on (50 in exercise E.9.1)",
+    reproducers={"mlp": Delta(
+        patch=(("        return self.head(self.backbone(x))\n",
+                "        hidden = self.backbone[3](self.backbone[:3](x))\n"
+                "        hidden = torch.log(hidden - hidden.detach().min() + 1e-9)\n"
+                "        return self.head(self.backbone[4](hidden))\n"),),
+    )},
 )

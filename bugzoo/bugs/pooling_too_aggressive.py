@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, patch_method
 from bugzoo.models import build_model
 
 
@@ -47,4 +47,8 @@ stages = [nn.Conv2d(in_channels, widths[0], 3, 1, 1, bias=False),
     models=("resnet",),
     inapplicable={"gpt": "max-pooling small images: the causal LM has no pooling"},
     since="1.1",
+    reproducers={"resnet": Delta(
+        patch=(("nn.BatchNorm2d(widths[0]), nn.ReLU(),",
+                "nn.BatchNorm2d(widths[0]), nn.ReLU(), nn.MaxPool2d(4),"),),
+    )},
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from torch import Tensor
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, from_onset, patch_method
 
 
 def encode_time_major_view(self, tokens: Tensor, lengths: Tensor) -> Tensor:
@@ -61,4 +61,14 @@ _, (h_n, _) = self.lstm(packed)                   # nn.LSTM(batch_first=False)""
     models=("lstm",),
     inapplicable={"gpt": "a time-major LSTM's input layout: the causal LM has no RNN"},
     since="1.1",
+    reproducers={"lstm": Delta(
+        patch=(("        packed = pack_padded_sequence(self.embedding(tokens), lengths, "
+                "batch_first=True,\n"
+                "                                      enforce_sorted=False)\n",
+                "        embedded = self.embedding(tokens)\n"
+                "        b, t, e = embedded.shape\n"
+                "        packed = pack_padded_sequence(embedded.view(t, b, e), lengths, "
+                "batch_first=False,\n"
+                "                                      enforce_sorted=False)\n"),),
+    )},
 )

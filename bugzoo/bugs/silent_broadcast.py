@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor
 
-from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, from_onset, patch_method
 
 
 def binary_loss(self, logits: Tensor, y: Tensor) -> Tensor:
@@ -53,4 +53,10 @@ assert z.shape == y.shape""",
     models=("lstm", "transformer"),
     inapplicable={"gpt": ("a binary classifier's hand-written loss on [B, 1] against [B]: next-"
                           "token targets are one per position, of many classes")},
+    reproducers=dict.fromkeys(("lstm", "transformer"), Delta(
+        patch=(("    return F.cross_entropy(logits, y)\n",
+                "    z = logits[:, 1:] - logits[:, :1]\n"
+                "    t = y.float()\n"
+                "    return -(t * F.logsigmoid(z) + (1 - t) * F.logsigmoid(-z)).mean()\n"),),
+    )),
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, from_onset, patch_method
 
 
 def zero_grad(self) -> None:
@@ -51,4 +51,10 @@ for i, (x, y) in enumerate(loader):
     params={
         "every": 4,
     },
+    reproducers=dict.fromkeys(("mlp", "lstm", "transformer", "resnet", "gpt"), Delta(
+        patch=(("        optimizer.zero_grad()\n", ""),
+               ("        optimizer.step()\n",
+                "        if (step + 1) % 4 == 0:\n"
+                "            optimizer.step()\n")),
+    )),
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, patch_method
 from bugzoo.models import build_model
 
 
@@ -49,4 +49,8 @@ model.head.weight = model.tokens.weight         # re-tie after every resize""",
     references=("https://github.com/huggingface/transformers/issues/35141",
                 "https://github.com/huggingface/accelerate/issues/993"),
     since="1.2",
+    reproducers={"gpt": Delta(
+        patch=(("model = GPT()\n",
+                "model = GPT()\nmodel.head = nn.Linear(DIM, VOCAB, bias=False)\n"),),
+    )},
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, patch_method
 from bugzoo.data import DataBundle
 from bugzoo.data.base import Split
 
@@ -53,4 +53,10 @@ batch = tokenizer(texts, truncation=True, max_length=32, padding=True)""",
     params={
         "max_tokens": 4,  # tokens kept per review
     },
+    reproducers=dict.fromkeys(("lstm", "transformer"), Delta(
+        patch=(("make_split(${N_VAL}), make_split(500)\n",
+                "make_split(${N_VAL}), make_split(500)\n"
+                "train, val = ((x[:, :4], lengths.clamp(max=4), y)\n"
+                "              for x, lengths, y in (train, val))\n"),),
+    )),
 )
