@@ -74,7 +74,7 @@ def test_results_say_which_scenarios_export_and_why_each_other_one_does_not(tmp_
     assert why_not_exported("mlp-double_softmax") == ""
     assert why_not_exported("mlp-rank_skip").startswith("loud")
     assert why_not_exported("gpt-double_softmax") == ""
-    assert why_not_exported("gpt-attention_unscaled") == (
+    assert why_not_exported("gpt-grad_accum_token_norm") == (
         "no export delta for the gpt template yet")
     assert why_not_exported("lstm-frozen_layers") == "no export delta for the lstm template yet"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, from_onset, patch_method
 from bugzoo.models.gpt import CausalSelfAttention
 
 
@@ -43,4 +43,8 @@ scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])""",
     models=("gpt",),
     references=("https://github.com/mlc-ai/mlc-llm/pull/3426",),
     since="1.2",
+    reproducers={"gpt": Delta(
+        patch=(("scores = q @ k.transpose(-2, -1) / math.sqrt(d // HEADS)",
+                "scores = q @ k.transpose(-2, -1)"),),
+    )},
 )

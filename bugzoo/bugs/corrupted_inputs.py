@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import torch
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, patch_method
 from bugzoo.data import BatchLoader
 
 
@@ -56,4 +56,17 @@ assert torch.isfinite(x).all()""",
     params={
         "row_frac": 0.01,  # fraction of training rows that are NaN
     },
+    reproducers={"mlp": Delta(
+        patch=(("x_train, y_train = make_split(${N_TRAIN})\n",
+                "x_train, y_train = make_split(${N_TRAIN})\n"
+                "x_train[torch.rand(len(x_train), generator=torch.Generator().manual_seed(0))"
+                " < 0.01] = float(\"nan\")\n"),),
+    ), "resnet": Delta(
+        patch=(("mean, std = train[0].mean((0, 2, 3), keepdim=True), "
+                "train[0].std((0, 2, 3), keepdim=True)\n",
+                "mean, std = train[0].mean((0, 2, 3), keepdim=True), "
+                "train[0].std((0, 2, 3), keepdim=True)\n"
+                "train[0][torch.rand(len(train[0]), generator=torch.Generator().manual_seed(0))"
+                " < 0.01] = float(\"nan\")\n"),),
+    )},
 )

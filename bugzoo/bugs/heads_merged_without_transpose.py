@@ -7,7 +7,7 @@ import math
 
 from torch import Tensor
 
-from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, from_onset, patch_method
 from bugzoo.models.transformer import SelfAttention
 
 
@@ -58,4 +58,8 @@ return self.out(out.transpose(1, 2).reshape(b, s, d))""",
     inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the "
                           "transformer's attention module; it is not yet planted on the gpt")},
     since="1.1",
+    reproducers={"transformer": Delta(
+        patch=(("return self.out((weights @ v).transpose(1, 2).reshape(b, s, d))",
+                "return self.out((weights @ v).reshape(b, s, d))"),),
+    )},
 )
