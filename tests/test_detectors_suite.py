@@ -322,13 +322,20 @@ def test_kept_loss_tensors_caught_by_memory_growth():
     assert set(found["category"]) == {"memory"}
 
 
-def test_parsing_in_the_loader_caught_by_input_bound():
-    """Caught once its window of 20 steps is full (step 19) or a few steps later: the share of
-    a step spent fetching is wall time, and a loaded machine moves it around the threshold
-    (a full suite run saw step 20, its own workers sharing the cores)."""
-    result = run("scenario=mlp-dataloader_bottleneck", detectors=["input_bound"], steps=25)
-    found = alarms_of(result, "input_bound")
-    assert list(found["category"]) == ["performance"] and 19 <= found["step"].iloc[0] < 25
+@pytest.mark.parametrize("scenario, alarms", [("mlp-dataloader_bottleneck", True),
+                                                ("mlp-clean", False)])
+def test_parsing_in_the_loader_shows_in_the_share_input_bound_watches(scenario, alarms):
+    """The parsing loader's fetch share passes the line once the window of 20 steps is full
+    (step 19) or a few steps later; the clean loader's never does. The share is wall time, a
+    median of about 0.3 on an idle machine, and a full suite run on 2 cores has held it under
+    the default 0.2 for 25 steps: the line here is half the default, so the test measures the
+    mechanism, not the load (the default is scored on the board)."""
+    watcher = load_detector("input_bound", share=0.1)
+    found = alarms_of(run(f"scenario={scenario}", detectors=[watcher], steps=25), "input_bound")
+    if alarms:
+        assert list(found["category"]) == ["performance"] and 19 <= found["step"].iloc[0] < 25
+    else:
+        assert found.empty, found
 
 
 def test_shifted_training_labels_caught_by_below_chance():
