@@ -155,7 +155,6 @@ def test_a_bugs_export_deltas_are_not_part_of_the_release(tmp_path):
     assert copy.read_text() != text and release.bug_hash(copy) != release.bug_hash(original)
 
 
-
 def test_a_bugs_first_export_delta_leaves_its_release_hash(tmp_path):
     """A delta written on lines of its own, ending with its comma, is cut with them and with
     the import of ``Delta``: a bug that had none keeps the hash its release recorded when its
@@ -177,6 +176,7 @@ def test_a_bugs_first_export_delta_leaves_its_release_hash(tmp_path):
     assert release.bug_hash(copy) == release.bug_hash(original)
     copy.write_text(imports[:-2] + delta.replace("},\n", "}\n") + ")\n")  # no comma: not cut
     assert release.bug_hash(copy) != release.bug_hash(original)
+
 
 @pytest.mark.slow
 def test_the_trace_memoriser_wins_on_the_published_dev_traces_only():
