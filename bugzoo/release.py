@@ -91,14 +91,19 @@ def _with_its_lines(source: bytes, start: int, end: int) -> tuple[int, int]:
 
 
 def _delta_import(tree: ast.Module, starts: list[int]) -> list[tuple[int, int]]:
-    """The span of ``Delta`` in the module's ``from bugzoo.bugs.base import ...``, with the
-    separator that joins it to the next name (to the previous one when it is last)."""
-    imports = [node.names for node in tree.body
-               if isinstance(node, ast.ImportFrom) and node.module == "bugzoo.bugs.base"]
-    names = imports[0] if imports else []
-    at = next((i for i, alias in enumerate(names) if alias.name == "Delta"), None)
-    if at is None or len(names) == 1:
+    """The span of ``Delta`` in the module's ``from bugzoo.bugs[.base] import ...``, with the
+    separator that joins it to the next name (to the previous one when it is last), or the
+    whole statement when it imports ``Delta`` alone."""
+    imports = [node for node in tree.body
+               if isinstance(node, ast.ImportFrom)
+               and node.module in ("bugzoo.bugs.base", "bugzoo.bugs")
+               and any(alias.name == "Delta" for alias in node.names)]
+    if not imports:
         return []
+    if len(imports[0].names) == 1:  # the whole statement, with its line
+        return [(starts[imports[0].lineno - 1], starts[imports[0].end_lineno])]
+    names = imports[0].names
+    at = next(i for i, alias in enumerate(names) if alias.name == "Delta")
     delta = names[at]
     if at + 1 < len(names):  # "Delta, " up to the next name
         after = names[at + 1]

@@ -155,7 +155,10 @@ def test_a_bugs_export_deltas_are_not_part_of_the_release(tmp_path):
     assert copy.read_text() != text and release.bug_hash(copy) != release.bug_hash(original)
 
 
-def test_a_bugs_first_export_delta_leaves_its_release_hash(tmp_path):
+@pytest.mark.parametrize("imported", [
+    ("import Bug, SymptomCheck", "import Bug, Delta, SymptomCheck"),
+    ("from bugzoo.bugs.base", "from bugzoo.bugs import Delta\nfrom bugzoo.bugs.base")])
+def test_a_bugs_first_export_delta_leaves_its_release_hash(tmp_path, imported):
     """A delta written on lines of its own, ending with its comma, is cut with them and with
     the import of ``Delta``: a bug that had none keeps the hash its release recorded when its
     first one lands."""
@@ -170,7 +173,7 @@ def test_a_bugs_first_export_delta_leaves_its_release_hash(tmp_path):
     delta = ('    reproducers={"mlp": Delta(\n'
              '        patch=(("model = MLP()\\n", "model = MLP().half()\\n"),),\n'
              '    )},\n')
-    imports = text.replace("import Bug, SymptomCheck", "import Bug, Delta, SymptomCheck")
+    imports = text.replace(*imported, 1)
     assert imports != text
     copy.write_text(imports[:-2] + delta + ")\n")
     assert release.bug_hash(copy) == release.bug_hash(original)
