@@ -12,15 +12,22 @@ parameters, so that ``detector=[a,b]`` selects them.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import pickle
 import re
+import sys
 from collections import OrderedDict
+from pathlib import Path
 
+import hydra
+import omegaconf
 from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import OverrideType
+from hydra.core.plugins import Plugins
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 
@@ -28,7 +35,7 @@ from bugzoo.bugs import bug_config, bug_ids, check_applies, get_bug
 from bugzoo.detector_registry import DETECTORS
 from bugzoo.errors import UsageError, unknown_choice
 from bugzoo.models import MODELS, model_config
-from bugzoo.paths import CONF_DIR
+from bugzoo.paths import CONF_DIR, cache_folder
 from bugzoo.scenarios import Scenario, get_scenario, list_scenarios, missing_cuda
 
 
@@ -65,9 +72,9 @@ def register_groups() -> None:
     """Put the ``model``, ``bug`` and ``detector`` groups, made from their registries, into
     Hydra's ConfigStore (scenarios: :func:`register_scenarios`). Making their nodes costs a
     fifth of a compose, so it is done again only when a node changed since the last time (a
-    plug-in installed, a bug's parameters edited) or the store lost a group."""
-    nodes = repr(([(m, model_config(m)) for m in MODELS.names()],
-                  [(b, bug_config(b)) for b in bug_ids()], DETECTORS.names()))
+    plug-in installed, a bug's parameters edited) or the store lost a group; a composition read
+    back from what is kept needs none of it."""
+    nodes = registry_nodes()
     repo = ConfigStore.instance().repo
     if _registered.get("nodes") == nodes and {"model", "bug", "detector"} <= set(repo):
         return
@@ -78,6 +85,14 @@ def register_groups() -> None:
 
 
 _registered: dict[str, str] = {}  # what register_groups last put into the ConfigStore
+REGISTRY_GROUPS = ("model", "bug", "detector", "scenario")  # the groups bugzoo puts in the store
+
+
+def registry_nodes() -> str:
+    """What the groups made from the registries hold: every model's and bug's node, and the
+    detectors' names."""
+    return repr(([(m, model_config(m)) for m in MODELS.names()],
+                 [(b, bug_config(b)) for b in bug_ids()], DETECTORS.names()))
 
 
 def register_models() -> None:
@@ -99,8 +114,7 @@ def register_detectors() -> None:
 
 def validate_overrides(overrides: list[str]) -> None:
     """Check group choices before Hydra sees them, so mistakes get a "did you mean"."""
-    choices = {g: group_choices(g) for g in ("model", "data", "bug", "harness", "optim")}
-    choices["scenario"] = [s.id for s in list_scenarios()]
+    checked = ("model", "data", "bug", "harness", "optim", "scenario")
     for item in overrides:
         key, sep, value = item.partition("=")
         key = key.lstrip("+~")
@@ -109,10 +123,11 @@ def validate_overrides(overrides: list[str]) -> None:
                 if name not in group_choices("detector"):
                     raise unknown_choice("detector", name, group_choices("detector"))
             continue
-        if not sep or key not in choices or value in ("null", "") or "(" in value or "," in value:
+        if not sep or key not in checked or value in ("null", "") or "(" in value or "," in value:
             continue
-        if value not in choices[key]:
-            raise unknown_choice(key, value, choices[key])
+        choices = [s.id for s in list_scenarios()] if key == "scenario" else group_choices(key)
+        if value not in choices:
+            raise unknown_choice(key, value, choices)
 
 
 def compose_run(overrides: list[str] | tuple[str, ...] = (),
@@ -122,7 +137,6 @@ def compose_run(overrides: list[str] | tuple[str, ...] = (),
     without looking it up again."""
     overrides = list(overrides)
     validate_overrides(overrides)
-    register_groups()
     if scenario is not None:
         chosen = [scenario]
         overrides = [f"scenario={scenario.id}", *overrides]
@@ -138,6 +152,7 @@ def compose_run(overrides: list[str] | tuple[str, ...] = (),
 
 
 def _hydra_compose(overrides: list[str]) -> DictConfig:
+    register_groups()
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
@@ -147,14 +162,20 @@ def _hydra_compose(overrides: list[str]) -> DictConfig:
 
 
 # Compositions of the overrides that choose configs (groups, additions, deletions), by those
-# overrides, what the chosen scenarios and registries put in the store, and the conf/ files'
-# times. A run that only changes values (seed=3 harness.steps=20) is that composition with its
-# values set the way Hydra sets them, after composing (OmegaConf.update, merging, in struct
-# mode), so a sweep's runs of one scenario compose once. Anything else, and any error, goes
-# through Hydra itself. They are kept pickled: bytes hold no objects that a walk of what a run's
-# process can reach (bugzoo.judge.bugcheck.plant_evidence) would have to go through.
+# overrides, what the chosen scenarios and registries put in the store, and the conf/ files. A
+# run that only changes values (seed=3 harness.steps=20) is that composition with its values set
+# the way Hydra sets them, after composing (OmegaConf.update, merging, in struct mode), so a
+# sweep's runs of one scenario compose once. Anything else, and any error, goes through Hydra
+# itself. They are kept pickled: bytes hold no objects that a walk of what a run's process can
+# reach (bugzoo.judge.bugcheck.plant_evidence) would have to go through. They are also kept on
+# disk (cache_folder("compositions")), so that the next process, a sweep's other worker or the
+# next sweep, does not compose a scenario again: a Hydra compose takes a tenth of a second or
+# more, as long as a short run. The key on disk adds what else a composition depends on: every
+# name in Hydra's ConfigStore (plug-ins), the conf/ folder, and the Hydra, OmegaConf and Python
+# that composed it.
 _composed: OrderedDict[tuple, bytes] = OrderedDict()
 COMPOSED_KEPT = 256
+COMPOSED_ON_DISK = 4096  # past this many files, the oldest quarter is deleted
 
 
 def _with_values(overrides: list[str], chosen: list[Scenario]) -> DictConfig | None:
@@ -164,15 +185,16 @@ def _with_values(overrides: list[str], chosen: list[Scenario]) -> DictConfig | N
         parsed = OverridesParser.create().parse_overrides(overrides)
     except HydraException:
         return None  # Hydra says what is wrong with it
-    groups = {p.name for p in CONF_DIR.iterdir() if p.is_dir()} | set(ConfigStore.instance().repo)
+    groups = ({p.name for p in CONF_DIR.iterdir() if p.is_dir()} | set(REGISTRY_GROUPS)
+              | set(ConfigStore.instance().repo))
     values = [o for o in parsed if o.type == OverrideType.CHANGE and o.package is None
               and not o.is_sweep_override() and "/" not in o.key_or_group
               and o.key_or_group not in groups and o.key_or_group.split(".")[0] != "hydra"]
     choosing = [o.input_line for o in parsed if o not in values]
-    edited = max(p.stat().st_mtime_ns for p in CONF_DIR.rglob("*.yaml"))
-    key = (tuple(choosing), repr([s.node for s in chosen]), _registered.get("nodes"), edited)
+    key = (tuple(choosing), repr([s.node for s in chosen]), registry_nodes(), _conf_files())
     if key not in _composed:
-        _composed[key] = pickle.dumps(_hydra_compose(choosing))
+        path = _disk_path(key)
+        _composed[key] = _composed_on_disk(path) or _compose_and_keep(path, choosing)
         while len(_composed) > COMPOSED_KEPT:
             _composed.popitem(last=False)
     _composed.move_to_end(key)
@@ -183,6 +205,63 @@ def _with_values(overrides: list[str], chosen: list[Scenario]) -> DictConfig | N
     except Exception:  # e.g. an unknown key: Hydra's own message
         return None
     return cfg
+
+
+def _conf_files() -> tuple[tuple[str, int, int], ...]:
+    """Each conf/ file's name, size and modification time: a composition is not reused once a
+    file is edited, added or deleted."""
+    return tuple((str(path.relative_to(CONF_DIR)), stat.st_size, stat.st_mtime_ns)
+                 for path in sorted(CONF_DIR.rglob("*.yaml")) for stat in [path.stat()])
+
+
+def _store_names(repo: dict) -> list:
+    """The names in (a group of) Hydra's ConfigStore, nested as its groups are, but for the
+    groups made from bugzoo's registries (the key holds those)."""
+    return sorted((name, _store_names(node) if isinstance(node, dict) else None)
+                  for name, node in repo.items() if name not in REGISTRY_GROUPS)
+
+
+def _disk_path(key: tuple) -> Path | None:
+    """Where the composition of ``key`` is kept on disk, or None with the cache off."""
+    folder = cache_folder("compositions")
+    if folder is None:
+        return None
+    Plugins.instance()  # Hydra's plug-ins put their nodes in the store when first looked for
+    depends = repr((key, str(CONF_DIR), _store_names(ConfigStore.instance().repo),
+                    hydra.__version__, omegaconf.__version__, sys.version))
+    return folder / f"{hashlib.sha256(depends.encode()).hexdigest()[:32]}.pkl"
+
+
+def _composed_on_disk(path: Path | None) -> bytes | None:
+    """The composition a process kept at ``path``, or None (none kept, or unreadable)."""
+    if path is None:
+        return None
+    try:
+        data = path.read_bytes()
+        pickle.loads(data)
+    except Exception:  # absent, or not a whole pickle (a disk that filled up): compose again
+        return None
+    return data
+
+
+def _compose_and_keep(path: Path | None, choosing: list[str]) -> bytes:
+    """Compose ``choosing`` with Hydra and keep the composition at ``path``; a cache that cannot
+    be written is skipped."""
+    data = pickle.dumps(_hydra_compose(choosing))
+    if path is None:
+        return data
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.partial")
+        partial.write_bytes(data)
+        partial.replace(path)
+        kept = sorted(path.parent.glob("*.pkl"), key=lambda p: p.stat().st_mtime_ns)
+        if len(kept) > COMPOSED_ON_DISK:
+            for old in kept[:COMPOSED_ON_DISK // 4]:
+                old.unlink(missing_ok=True)
+    except OSError:
+        pass
+    return data
 
 
 def _hydra_message(error: HydraException) -> str:

@@ -19,8 +19,11 @@ from bugzoo.paths import CONF_DIR
 from bugzoo.scenarios import Scenario
 
 torch.set_num_threads(1)  # as in the harness' workers: fast for tiny models, reproducible
-# task-script runs are kept in a cache of this process's own, never the user's
-os.environ["BUGZOO_CACHE"] = tempfile.mkdtemp(prefix="bugzoo-cache-")
+# task-script runs and compositions are kept in a cache of this test session's own, never the
+# user's: the pytest -n workers inherit the folder the main process made, and share it
+if "BUGZOO_TEST_SESSION_CACHE" not in os.environ:
+    os.environ["BUGZOO_TEST_SESSION_CACHE"] = tempfile.mkdtemp(prefix="bugzoo-cache-")
+os.environ["BUGZOO_CACHE"] = os.environ["BUGZOO_TEST_SESSION_CACHE"]
 # what is imported by now (torch, pandas, Hydra, the harness) lives as long as the test process:
 # a full garbage collection need not walk it again (each took a fifth of a second)
 gc.freeze()

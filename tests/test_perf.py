@@ -31,12 +31,15 @@ def test_sweep_efficiency_runs_the_sweep_serially_and_in_parallel(perf_out):
     assert main(["perf", "sweep", "--scenarios", "mlp-clean", "mlp-double_softmax",
                  "--workers", "2", "--out", str(perf_out)]) == 0
     table = pd.read_csv(perf_out / "sweep.csv")
-    assert list(table["workers"]) == [1, 2]
+    assert list(zip(table["compositions"], table["workers"], strict=True)) == [
+        ("composed", 1), ("composed", 2), ("kept", 1), ("kept", 2)]
     assert (table["runs"] == 2).all()
     # serial: the runs' own time is a share of the sweep's wall time, never more
     serial = table.iloc[0]
     assert 0 < serial["efficiency"] <= 1
-    assert serial["sum_serial_run_s"] <= serial["wall_s"]
+    assert serial["efficiency"] == serial["efficiency_vs_serial"]
+    assert (table["sum_run_s"] <= table["wall_s"] * table["workers"]).all()
+    assert (table["sum_serial_run_s"] == serial["sum_run_s"]).all()
 
 
 def test_sweep_rejects_absurd_worker_count(perf_out, capsys):

@@ -171,8 +171,11 @@ def test_quoted_figures_match_committed_results():
     telemetry = " / ".join(f"{ratio['telemetry', m]:.2f}"
                            for m in ("mlp", "lstm", "transformer", "resnet"))
     assert f"| {telemetry} x" in SPEED
-    efficiency = pd.read_csv(RESULTS / "perf" / "sweep.csv").set_index("workers")["efficiency"]
-    assert f"| {efficiency[2]:.2f} (1 worker: {efficiency[1]:.2f}" in SPEED
+    efficiency = pd.read_csv(RESULTS / "perf" / "sweep.csv").set_index(
+        ["compositions", "workers"])["efficiency"]
+    assert (f"| {efficiency['kept', 2]:.2f} with every composition kept (1 worker: "
+            f"{efficiency['kept', 1]:.2f}); {efficiency['composed', 2]:.2f} when each worker "
+            f"composes each scenario first (1 worker: {efficiency['composed', 1]:.2f})") in SPEED
     whole, seconds = divmod(round(minutes * 60), 60)
     assert f"| {whole} min {seconds:02d} s on {cores} cores |" in SPEED
 
@@ -438,9 +441,10 @@ def test_the_sweep_profile_and_efficiency_are_quoted_as_measured():
     side_by_side = slot("held by pooled", "seconds") / slot("for comparison", "seconds") - 1
     change = f"{abs(side_by_side):.0%} {'longer' if side_by_side >= 0 else 'less time'}"
     assert f"the pooled runs take {change} side by side" in text
-    sweep = pd.read_csv(RESULTS / "perf" / "sweep.csv").set_index("workers")
-    assert (f"the runs' own times add up to {sweep.loc[1, 'sum_run_s']:.0f} s on 1 worker and "
-            f"{sweep.loc[2, 'sum_run_s']:.0f} s on 2") in text
+    sweep = pd.read_csv(RESULTS / "perf" / "sweep.csv").set_index(["compositions", "workers"])
+    runs = sorted(f"{s:.0f}" for s in sweep["sum_run_s"])
+    assert (f"The same {sweep['runs'].iloc[0]} runs added up to {runs[0]} to {runs[-1]} s of run "
+            "time in four sweeps minutes apart") in text
 
 
 def test_telemetry_per_step_is_quoted_as_measured():

@@ -182,3 +182,85 @@ def test_a_kept_composition_with_its_values_set_is_what_hydra_composes(overrides
         fast, slow = compose_run(overrides), _hydra_compose(list(overrides))
         assert OmegaConf.to_container(fast) == OmegaConf.to_container(slow)
         assert OmegaConf.is_struct(fast) and OmegaConf.is_struct(slow)
+
+
+@pytest.fixture
+def composition_cache(tmp_path, monkeypatch):
+    """An empty cache folder of this test's own, and no composition kept in memory."""
+    from bugzoo import config
+
+    monkeypatch.setenv("BUGZOO_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(config, "_composed", config.OrderedDict())
+    return tmp_path / "cache"
+
+
+def composed_by_hydra_only(monkeypatch) -> None:
+    """From here on, a compose that reaches Hydra fails the test."""
+    from bugzoo import config
+
+    def refuse(overrides):
+        raise AssertionError(f"composed again: {overrides}")
+
+    monkeypatch.setattr(config, "_composed", config.OrderedDict())
+    monkeypatch.setattr(config, "_hydra_compose", refuse)
+
+
+def test_a_composition_kept_on_disk_is_what_hydra_composes(composition_cache, monkeypatch):
+    """The next process reads a scenario's composition from disk, as Hydra would compose it."""
+    from bugzoo.config import _hydra_compose
+
+    overrides = ["scenario=lstm-missing_zero_grad", "seed=2", "harness.steps=30"]
+    compose_run(overrides)
+    slow = _hydra_compose(overrides)
+    assert len(list(composition_cache.rglob("*.pkl"))) == 1
+    composed_by_hydra_only(monkeypatch)
+    fast = compose_run(overrides)
+    assert OmegaConf.to_container(fast) == OmegaConf.to_container(slow)
+    assert OmegaConf.is_struct(fast)
+
+
+@pytest.mark.parametrize("edit", ["value", "new file", "deleted file"])
+def test_a_composition_is_not_reused_once_conf_changes(edit, composition_cache, tmp_path,
+                                                      monkeypatch):
+    import shutil
+
+    from bugzoo import config
+
+    conf = tmp_path / "conf"
+    shutil.copytree(config.CONF_DIR, conf)
+    monkeypatch.setattr(config, "CONF_DIR", conf)
+    first = compose_run(["scenario=mlp-clean"])
+    if edit == "value":
+        harness = conf / "harness" / "default.yaml"
+        harness.write_text(harness.read_text().replace("eval_interval: 50", "eval_interval: 7"))
+    elif edit == "new file":
+        (conf / "optim" / "lion.yaml").write_text("name: lion\nlr: 0.0001\n")
+    else:
+        (conf / "optim" / "sgd.yaml").unlink()
+    monkeypatch.setattr(config, "_composed", config.OrderedDict())  # a new process
+    again = compose_run(["scenario=mlp-clean"])
+    assert OmegaConf.to_container(again) == OmegaConf.to_container(
+        config._hydra_compose(["scenario=mlp-clean"]))
+    if edit == "value":
+        assert (first.harness.eval_interval, again.harness.eval_interval) == (50, 7)
+    assert len(list(composition_cache.rglob("*.pkl"))) == 2
+
+
+def test_an_unreadable_kept_composition_is_composed_again(composition_cache, monkeypatch):
+    from bugzoo import config
+
+    compose_run(["scenario=mlp-clean"])
+    (kept,) = composition_cache.rglob("*.pkl")
+    kept.write_bytes(kept.read_bytes()[:100])  # cut short, as by a full disk
+    monkeypatch.setattr(config, "_composed", config.OrderedDict())
+    assert compose_run(["scenario=mlp-clean", "seed=5"]).seed == 5
+
+
+def test_with_the_cache_off_no_composition_is_written(tmp_path, monkeypatch):
+    from bugzoo import config
+
+    monkeypatch.setenv("BUGZOO_CACHE", "off")
+    monkeypatch.setattr(config, "_composed", config.OrderedDict())
+    monkeypatch.setattr(config.Path, "home", lambda: tmp_path)
+    assert compose_run(["scenario=mlp-clean"]).model.name == "mlp"
+    assert not list(tmp_path.rglob("*.pkl"))

@@ -288,6 +288,13 @@ def parked_workers() -> set[int]:
     return {slot.proc.pid for slots in _parked.values() for slot in slots}
 
 
+def stop_parked_workers() -> None:
+    """End the idle workers kept for this process's next sweep: the next one starts its own
+    (forked from the running fork server), holding nothing from the sweeps before."""
+    for key in list(_parked):
+        _stop(_parked.pop(key))
+
+
 def _park(slots: list[Slot]) -> None:
     """Keep ``slots`` for the next sweep; workers kept for another environment are stopped, so
     a process holds no more idle workers than its largest sweep had."""

@@ -17,6 +17,7 @@ Tables go to ``results/perf/`` with the command that made them.
 from __future__ import annotations
 
 import logging
+import shutil
 import statistics
 import tempfile
 import time
@@ -35,6 +36,7 @@ from bugzoo.detector_registry import load_detector, select_detectors
 from bugzoo.errors import ArgumentParser
 from bugzoo.harness import store
 from bugzoo.harness.budget import budget_scope
+from bugzoo.harness.pool import stop_parked_workers
 from bugzoo.harness.processes import worker_context
 from bugzoo.harness.runner import execute
 from bugzoo.harness.sweep import (
@@ -53,6 +55,7 @@ from bugzoo.judge.overfit import overfit_single_batch
 from bugzoo.judge.sweep_profile import profile_sweep
 from bugzoo.judge.tables import markdown
 from bugzoo.models import BUILTIN, MODELS
+from bugzoo.paths import cache_folder
 from bugzoo.train import Trainer
 
 log = logging.getLogger(__name__)
@@ -223,10 +226,16 @@ def overhead(models: list[str], detectors: list[str], workers: int = 1, blocks: 
 
 def sweep_efficiency(patterns: list[str] | None, quick: bool, seeds: list[int], workers: int,
                      progress: bool = True) -> pd.DataFrame:
-    """Run one detector-free sweep serially, then again on ``workers`` processes.
+    """Run one detector-free sweep on 1 worker, then on ``workers``; each first with no
+    composition kept, then with every one kept on disk (as on any sweep after the first).
 
-    Efficiency = (sum of the serial runs' own run times / workers) / parallel sweep wall time:
-    1.0 means the parallel sweep lost nothing to start-up, scheduling, stragglers or contention.
+    Efficiency = (sum of the sweep's own run times / workers) / sweep wall time: 1.0 means the
+    slots lost nothing to start-up, composition, scheduling or stragglers.
+    ``efficiency_vs_serial`` divides the first serial sweep's run times instead, so that the
+    workers slowing each other counts too; on a shared machine it also counts how much faster
+    or slower the machine ran than during that sweep. Every sweep starts fresh workers (forked from the fork server the first one
+    started), so none reuses what an earlier one composed in memory; a ``composed`` sweep
+    first deletes the compositions kept on disk (a cache: they are composed again as needed).
     """
     scenarios = select_scenarios(patterns, quick=quick)
     overrides = list(QUICK_OVERRIDES if quick else ())
@@ -235,20 +244,28 @@ def sweep_efficiency(patterns: list[str] | None, quick: bool, seeds: list[int], 
     kind = "quick" if quick else "selected" if patterns else "default"
     label = f"{kind}, {len(seeds)} seed" + ("s" if len(seeds) > 1 else "")
     counts = sorted({1, workers})
+    kept = cache_folder("compositions")
     with tempfile.TemporaryDirectory(prefix="bugzoo-perf-") as tmp:
         walls, run_s = {}, {}
-        for n in counts:
-            out = Path(tmp) / f"workers{n}"
-            tasks = plan_runs(scenarios, seeds, overrides, [], out, timeout)
-            t0 = time.perf_counter()
-            sweep(tasks, n, progress)
-            walls[n] = time.perf_counter() - t0
-            run_s[n] = sum(store.read_summary(t.path)["wall_s"] for t in tasks)
-        for n in counts:
-            rows.append({"sweep": label, "runs": len(scenarios) * len(seeds), "workers": n,
-                         "wall_s": round(walls[n], 1), "sum_run_s": round(run_s[n], 1),
-                         "sum_serial_run_s": round(run_s[1], 1),
-                         "efficiency": round(run_s[1] / n / walls[n], 3)})
+        for compositions in ("composed", "kept"):
+            for n in counts:
+                if compositions == "composed" and kept is not None:
+                    shutil.rmtree(kept, ignore_errors=True)
+                stop_parked_workers()
+                out = Path(tmp) / f"{compositions}{n}"
+                tasks = plan_runs(scenarios, seeds, overrides, [], out, timeout)
+                t0 = time.perf_counter()
+                sweep(tasks, n, progress)
+                walls[compositions, n] = time.perf_counter() - t0
+                run_s[compositions, n] = sum(store.read_summary(t.path)["wall_s"] for t in tasks)
+        serial = run_s["composed", 1]
+        for (compositions, n), wall in walls.items():
+            rows.append({"sweep": label, "compositions": compositions,
+                         "runs": len(scenarios) * len(seeds), "workers": n,
+                         "wall_s": round(wall, 1), "sum_run_s": round(run_s[compositions, n], 1),
+                         "sum_serial_run_s": round(serial, 1),
+                         "efficiency": round(run_s[compositions, n] / n / wall, 3),
+                         "efficiency_vs_serial": round(serial / n / wall, 3)})
     return pd.DataFrame(rows)
 
 
@@ -357,8 +374,13 @@ PROFILE_NOTE = (
     "process, a stopwatch around each phase of a run (`bugzoo/judge/sweep_profile.py`); then "
     "the whole sweep on the pool, where a slot is one worker for the sweep's wall time.")
 SWEEP_NOTE = (
-    "The same single-seed sweep without detectors, first on 1 worker, then on all; `efficiency` "
-    "= (sum of the serial sweep's run times / workers) / sweep wall time. Run times are each "
-    "run's own `wall_s` (build, train, evaluate); the gap to 1 is process start-up, config "
-    "composition, writing the run folders, waiting on the slowest run, and the two workers "
-    "sharing memory bandwidth.")
+    "The same single-seed sweep without detectors, on 1 worker, then on all, each with fresh "
+    "workers: first with no composition kept (`composed`: each worker composes each scenario it "
+    "runs with Hydra), then with every composition kept on disk by the sweeps before (`kept`: as "
+    "on any later sweep of these scenarios). `efficiency` = (sum of the sweep's own run times / "
+    "workers) / sweep wall time, the share of the slots' time spent inside runs; the gap to 1 "
+    "is process start-up, config composition, writing the run folders and waiting on the "
+    "slowest run. Run times are each run's own `wall_s` (build, train, evaluate). "
+    "`efficiency_vs_serial` divides the first serial sweep's run times instead: it also counts "
+    "the workers slowing each other, and on a shared machine how much faster or slower the "
+    "machine ran than during that sweep (above 1 when it ran faster).")

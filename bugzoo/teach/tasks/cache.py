@@ -6,8 +6,9 @@ the grader, ``bugzoo task make`` (a task's report), ``task validate``, ``task se
 agents`` keep what each run left under a key made of those, and a rebuilt task set or a rerun
 board trains only what changed.
 
-The cache is the folder ``$BUGZOO_CACHE`` (default ``~/.cache/bugzoo``), one subfolder per
-bugzoo version; delete it at will, and ``BUGZOO_CACHE=off`` turns it off. An entry holds plain
+The cache is the folder ``task-runs`` of ``$BUGZOO_CACHE`` (:func:`bugzoo.paths.cache_folder`,
+default ``~/.cache/bugzoo``), one subfolder per bugzoo version; delete it at will, and
+``BUGZOO_CACHE=off`` turns it off. An entry holds plain
 values and tensors only and is read back with ``torch.load(weights_only=True)``.
 """
 
@@ -20,15 +21,14 @@ from pathlib import Path
 
 import torch
 
-from bugzoo import __version__
+from bugzoo.paths import CACHE_ENV, cache_folder
 
-ENV = "BUGZOO_CACHE"
+ENV = CACHE_ENV
 
 
 def folder() -> Path | None:
     """This bugzoo's folder of kept runs, or ``None`` when the cache is off."""
-    root = os.environ.get(ENV, str(Path.home() / ".cache" / "bugzoo"))
-    return None if root == "off" else Path(root) / "task-runs" / __version__
+    return cache_folder("task-runs")
 
 
 def key(*parts: str | torch.Tensor) -> str:
