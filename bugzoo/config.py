@@ -170,9 +170,9 @@ def _hydra_compose(overrides: list[str]) -> DictConfig:
 # reach (bugzoo.judge.bugcheck.plant_evidence) would have to go through. They are also kept on
 # disk (cache_folder("compositions")), so that the next process, a sweep's other worker or the
 # next sweep, does not compose a scenario again: a Hydra compose takes a tenth of a second or
-# more, as long as a short run. The key on disk adds what else a composition depends on: every
-# name in Hydra's ConfigStore (plug-ins), the conf/ folder, and the Hydra, OmegaConf and Python
-# that composed it.
+# more, as long as a short run. The key on disk adds what else a composition depends on: Hydra's
+# plug-ins and every other name in its ConfigStore, the conf/ folder, and the Hydra, OmegaConf
+# and Python that composed it.
 _composed: OrderedDict[tuple, bytes] = OrderedDict()
 COMPOSED_KEPT = 256
 COMPOSED_ON_DISK = 4096  # past this many files, the oldest quarter is deleted
@@ -226,8 +226,10 @@ def _disk_path(key: tuple) -> Path | None:
     folder = cache_folder("compositions")
     if folder is None:
         return None
-    Plugins.instance()  # Hydra's plug-ins put their nodes in the store when first looked for
-    depends = repr((key, str(CONF_DIR), _store_names(ConfigStore.instance().repo),
+    # Hydra's plug-ins (a search path plug-in adds config folders) put their nodes in the store
+    # when first looked for
+    plugins = sorted(f"{p.__module__}.{p.__name__}" for p in Plugins.instance().discover())
+    depends = repr((key, str(CONF_DIR), plugins, _store_names(ConfigStore.instance().repo),
                     hydra.__version__, omegaconf.__version__, sys.version))
     return folder / f"{hashlib.sha256(depends.encode()).hexdigest()[:32]}.pkl"
 

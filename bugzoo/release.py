@@ -64,7 +64,7 @@ def without_export_deltas(path: Path) -> bytes:
     comma, is cut with those lines, and the import of ``Delta`` with it, so a bug's first
     delta leaves its hash as it was."""
     source = path.read_bytes()
-    starts = [0, *(i + 1 for i, byte in enumerate(source) if byte == ord("\n"))]
+    starts = [0, *(newline.end() for newline in re.finditer(b"\n", source))]
     tree = ast.parse(source)
     cuts = sorted((starts[kw.lineno - 1] + kw.col_offset,
                    starts[kw.end_lineno - 1] + kw.end_col_offset)
@@ -121,14 +121,16 @@ def bug_hash(path: Path) -> str:
 def manifest() -> dict:
     """The release's manifest: per scenario, the hashes of its config, bug code and data
     generator; the hash of the shared code; the digest of all of it."""
-    scenarios = {}
+    scenarios, bug_hashes = {}, {}  # a bug of several scenarios is hashed once
     for path in sorted(SCENARIO_DIR.glob("*.yaml")):
         scenario = load_scenario(path)
         dataset = (scenario.settings.get("defaults") or {}).get("data") or get_model(
             scenario.model).dataset
+        if scenario.bug and scenario.bug not in bug_hashes:
+            bug_hashes[scenario.bug] = bug_hash(PACKAGE / "bugs" / f"{scenario.bug}.py")
         scenarios[scenario.id] = {
             "config": file_hash(path),
-            "bug": bug_hash(PACKAGE / "bugs" / f"{scenario.bug}.py") if scenario.bug else None,
+            "bug": bug_hashes.get(scenario.bug),
             "data": file_hash(PACKAGE / "data" / f"{dataset}.py"),
         }
     shared = file_hash(*(PACKAGE / p for p in SHARED), CONF_DIR)
