@@ -233,9 +233,10 @@ def sweep_efficiency(patterns: list[str] | None, quick: bool, seeds: list[int], 
     slots lost nothing to start-up, composition, scheduling or stragglers.
     ``efficiency_vs_serial`` divides the first serial sweep's run times instead, so that the
     workers slowing each other counts too; on a shared machine it also counts how much faster
-    or slower the machine ran than during that sweep. Every sweep starts fresh workers (forked from the fork server the first one
-    started), so none reuses what an earlier one composed in memory; a ``composed`` sweep
-    first deletes the compositions kept on disk (a cache: they are composed again as needed).
+    or slower the machine ran than during that sweep. Every sweep starts fresh workers (forked
+    from the fork server the first one started), so none reuses what an earlier one composed in
+    memory; a ``composed`` sweep first deletes the compositions kept on disk (a cache: they are
+    composed again as needed).
     """
     scenarios = select_scenarios(patterns, quick=quick)
     overrides = list(QUICK_OVERRIDES if quick else ())
