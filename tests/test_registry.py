@@ -222,12 +222,15 @@ def test_a_composition_kept_on_disk_is_what_hydra_composes(composition_cache, mo
 @pytest.mark.parametrize("edit", ["value", "new file", "deleted file"])
 def test_a_composition_is_not_reused_once_conf_changes(edit, composition_cache, tmp_path,
                                                       monkeypatch):
+    import os
     import shutil
 
     from bugzoo import config
 
     conf = tmp_path / "conf"
     shutil.copytree(config.CONF_DIR, conf)
+    for path in conf.rglob("*.yaml"):  # one time for all: the deleted file is not the newest
+        os.utime(path, ns=(10**18, 10**18))
     monkeypatch.setattr(config, "CONF_DIR", conf)
     first = compose_run(["scenario=mlp-clean"])
     if edit == "value":
