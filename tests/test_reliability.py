@@ -306,24 +306,3 @@ def test_worker_contexts_asked_for_from_many_threads_at_once_reap_each_retired_s
             for call in [pool.submit(ask_at_once, start) for _ in range(8)]:
                 call.result()
         assert processes._retired == [], f"round {round_}"
-
-
-def _digest_in_child(answer) -> None:
-    from bugzoo import release
-
-    answer.send((release.digest.cache_info().currsize, release.digest()))
-
-
-def test_a_forked_process_inherits_the_servers_release_digest():
-    """The fork server computes the digest once (``bugzoo.harness.warm``); every process it
-    forks holds it before its first run, equal to the parent's own."""
-    from bugzoo import release
-
-    context = processes.worker_context()
-    parent, child = context.Pipe()
-    process = context.Process(target=_digest_in_child, args=(child,))
-    process.start()
-    cached, digest = parent.recv()
-    process.join()
-    assert cached == 1, "the child computed the digest itself"
-    assert digest == release.digest()

@@ -30,7 +30,6 @@ from bugzoo.bugs import builtin_ids
 # what every worker needs before its first run; imported once, in the server (with the
 # built-in bug modules: importing them is most of a worker's first composition)
 PRELOAD = ["torch", "torch._inductor.config", "pandas", "bugzoo.harness.pool"]
-WARM = "bugzoo.harness.warm"  # last: what every worker computes before its first run
 # set anew for every test by pytest, and read by nothing at start-up
 VOLATILE = ("PYTEST_CURRENT_TEST",)
 STANDARD_STARTS = ("fork", "spawn", "forkserver")  # multiprocessing's own start methods
@@ -63,7 +62,7 @@ def worker_context() -> BaseContext:
         if key != _server_environment:
             _retire_server()
             context.set_forkserver_preload(
-                [*PRELOAD, *(f"bugzoo.bugs.{bug_id}" for bug_id in builtin_ids()), WARM])
+                PRELOAD + [f"bugzoo.bugs.{bug_id}" for bug_id in builtin_ids()])
             _server_environment = key
         _reap_retired()
         return context
