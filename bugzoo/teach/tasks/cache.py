@@ -8,8 +8,8 @@ board trains only what changed.
 
 The cache is the folder ``task-runs`` of ``$BUGZOO_CACHE`` (:func:`bugzoo.paths.cache_folder`,
 default ``~/.cache/bugzoo``), one subfolder per bugzoo version; delete it at will, and
-``BUGZOO_CACHE=off`` turns it off. An entry holds plain
-values and tensors only and is read back with ``torch.load(weights_only=True)``.
+``BUGZOO_CACHE=off`` turns it off. An entry holds plain values and tensors only and is read
+back with ``torch.load(weights_only=True)``.
 """
 
 from __future__ import annotations
