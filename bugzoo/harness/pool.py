@@ -321,4 +321,4 @@ def _stop(slots: list[Slot]) -> None:
             slot.proc.join()
 
 
-atexit.register(lambda: _stop([slot for slots in _parked.values() for slot in slots]))
+atexit.register(stop_parked_workers)
