@@ -62,7 +62,8 @@ def without_export_deltas(path: Path) -> bytes:
     makes a standalone script (``bugzoo export``, proven by ``bugzoo task validate``), never a
     run, so writing one needs no new release. A delta on lines of its own, ending with its
     comma, is cut with those lines, and the import of ``Delta`` with it, so a bug's first
-    delta leaves its hash as it was."""
+    delta leaves its hash as it was. An import of ``SetupDelta`` on a line of its own is cut
+    from every bug, those of ``CUT_AS_IN_1_2`` too."""
     source = path.read_bytes()
     starts = [0, *(newline.end() for newline in re.finditer(b"\n", source))]
     tree = ast.parse(source)
@@ -71,8 +72,9 @@ def without_export_deltas(path: Path) -> bytes:
                   for node in ast.walk(tree) if isinstance(node, ast.Call)
                   for kw in node.keywords if kw.arg == "reproducers")
     if path.stem not in CUT_AS_IN_1_2:
-        cuts = sorted([*(_with_its_lines(source, start, end) for start, end in cuts),
-                       *_delta_import(tree, starts)])
+        cuts = [*(_with_its_lines(source, start, end) for start, end in cuts),
+                *_delta_import(tree, starts)]
+    cuts = sorted([*cuts, *_setup_delta_imports(tree, starts)])
     kept, at = [], 0
     for start, end in cuts:
         kept.append(source[at:start])
@@ -112,6 +114,14 @@ def _delta_import(tree: ast.Module, starts: list[int]) -> list[tuple[int, int]]:
     before = names[at - 1]  # ", Delta" from the name before
     return [(starts[before.end_lineno - 1] + before.end_col_offset,
              starts[delta.end_lineno - 1] + delta.end_col_offset)]
+
+
+def _setup_delta_imports(tree: ast.Module, starts: list[int]) -> list[tuple[int, int]]:
+    """The spans of the statements that import ``SetupDelta`` alone, each with its line."""
+    return [(starts[node.lineno - 1], starts[node.end_lineno])
+            for node in tree.body
+            if isinstance(node, ast.ImportFrom) and node.module == "bugzoo.bugs"
+            and [alias.name for alias in node.names] == ["SetupDelta"]]
 
 
 def bug_hash(path: Path) -> str:

@@ -181,6 +181,34 @@ def test_a_bugs_first_export_delta_leaves_its_release_hash(tmp_path, imported):
     assert release.bug_hash(copy) != release.bug_hash(original)
 
 
+@pytest.mark.parametrize("bug", ["adam_eps_fp16", "double_softmax"])  # a first delta; 1.2's cut
+def test_a_setup_delta_and_its_own_import_leave_the_release_hash(tmp_path, bug):
+    """A :class:`SetupDelta` (a delta that writes a feature into both scripts) is imported on
+    a line of its own, which is cut with the delta: from a bug with no delta yet, and from one
+    whose hash 1.2 recorded with its ``Delta`` import kept."""
+    from pathlib import Path
+
+    from bugzoo import release
+
+    original = Path(__file__).resolve().parents[1] / "bugzoo" / "bugs" / f"{bug}.py"
+    text = original.read_text()
+    imported = text.replace("from bugzoo.bugs.base", "from bugzoo.bugs import SetupDelta\n"
+                            "from bugzoo.bugs.base", 1)
+    delta = ('    reproducers={"mlp": SetupDelta(\n'
+             '        setup=(("STEPS", "STEPS"),), patch=(("model = MLP()\\n", "model = MLP()\\n"),),\n'
+             '    )},\n')
+    copy = tmp_path / original.name
+    if "reproducers=" in text:  # replace the delta 1.2 recorded
+        start = text.index("    reproducers=")
+        copy.write_text(imported[:imported.index("    reproducers=")] + delta + ")\n")
+        assert text[start:].count("\n)\n") == 1
+    else:
+        copy.write_text(imported[:-2] + delta + ")\n")
+    assert release.bug_hash(copy) == release.bug_hash(original)
+    copy.write_text(copy.read_text().replace("import SetupDelta\n", "import SetupDelta, get_bug\n"))
+    assert release.bug_hash(copy) != release.bug_hash(original)  # an import of it alone is cut
+
+
 @pytest.mark.slow
 def test_the_trace_memoriser_wins_on_the_published_dev_traces_only():
     """On the dev split's published traces it "detects" the bugs, since every clean trace is

@@ -17,7 +17,7 @@ from conftest import named
 
 from bugzoo.cli import main as cli
 from bugzoo.scenarios import get_scenario
-from bugzoo.teach.export import render_clean, supported
+from bugzoo.teach.export import render, render_clean, supported
 from bugzoo.teach.tasks import cache, health
 from bugzoo.teach.tasks import grade as grade_module
 from bugzoo.teach.tasks import runner as runner_module
@@ -228,6 +228,49 @@ def test_oracle_variant_picks_its_change_by_scenario_so_renumbering_keeps_it(tas
     assert (first / "variant.txt").read_text() == (second / "variant.txt").read_text()
     assert (first / "train.py").read_text() == (second / "train.py").read_text()
     assert (first / "train.py").read_text() != (key / "fixed.py").read_text()
+
+
+def test_oracle_variant_takes_a_change_the_fixed_script_still_holds(tmp_path, monkeypatch):
+    """A fix with a feature of its own (gradient accumulation) rewrites the line the clipping
+    change edits: the solver picks among the changes that fit instead of failing."""
+    import zlib
+
+    from bugzoo.teach.tasks import solvers
+
+    scenario = "mlp-scheduler_per_microbatch"
+    real = solvers.harmless_changes("mlp")
+    # two changes, ordered so that picking among all of them by the scenario takes clip1
+    other = "wide" if zlib.crc32(scenario.encode()) % 2 == 0 else "batch16"
+    monkeypatch.setattr(solvers, "harmless_changes",
+                        lambda model: {name: real[name] for name in ("clip1", other)})
+    key = tmp_path / "key"
+    key.mkdir()
+    (key / "fixed.py").write_text(render(scenario)["fixed"])
+    (key / "key.json").write_text(json.dumps({"model": "mlp", "scenario": scenario,
+                                              "settings": {}, "category": "optim",
+                                              "bug": "scheduler_per_microbatch"}))
+    assert "        loss.backward()\n" not in (key / "fixed.py").read_text()
+    for name in ("a", "b"):  # the same change each time
+        variant = oracle_variant(tmp_path / "task", key, tmp_path / name)
+        assert (variant / "variant.txt").read_text() == f"{other}\n"
+        assert (variant / "train.py").read_text() != (key / "fixed.py").read_text()
+    assert (tmp_path / "a" / "train.py").read_text() == (tmp_path / "b" / "train.py").read_text()
+
+
+def test_a_task_needs_a_worse_network_not_just_another_layer():
+    """The set keeps a scenario when the unchanged script's networks are worse on fresh data;
+    one whose unchanged script only fails the structural check (a legacy spectral norm where
+    the fix has a parametrised one) trains as good a network and is no task."""
+    from bugzoo.teach.tasks.grade import Grade
+    from bugzoo.teach.tasks.taskset import is_task
+
+    def unchanged(kept: bool, p: float) -> Grade:
+        return Grade(False, kept, False, False, "none", "" if kept else "layers differ",
+                     [0.9] * 5, [0.9] * 5, [0.2] * 5, [0.2] * 5, p, p)
+
+    assert is_task(unchanged(kept=True, p=1.0)) and is_task(unchanged(kept=False, p=1.0))
+    assert not is_task(unchanged(kept=False, p=1 / 32))
+    assert not is_task(unchanged(kept=True, p=1 / 32))
 
 
 def test_an_interview_key_climbs_from_symptom_to_answer(task):

@@ -22,13 +22,14 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint
 
 from bugzoo.bugs.base import ALL_MODELS, CATEGORIES, Bug, Delta, SymptomCheck, patch_method
+from bugzoo.bugs.setup_delta import SetupDelta
 from bugzoo.errors import UsageError, unknown_choice
 from bugzoo.registry import Registry, distribution_of
 
 ENTRY_POINT_GROUP = "bugzoo.bugs"
 PLUGIN_ID = re.compile(r"[a-z][a-z0-9_]*/[a-z][a-z0-9_]*")
 RETIRED: dict[str, str] = {}  # bug id -> reason it left the catalogue
-_NOT_BUGS = {"base"}
+_NOT_BUGS = {"base", "setup_delta"}
 
 
 @dataclass(frozen=True)
@@ -141,5 +142,6 @@ def check_applies(bug: Bug, model: str) -> None:
 
 
 __all__ = ["ALL_MODELS", "CATEGORIES", "ENTRY_POINT_GROUP", "RETIRED", "Bug", "Delta", "Plugin",
-           "SymptomCheck", "BUGS", "bug_config", "bug_ids", "bug_modules", "builtin_ids",
-           "check_applies", "flat_id", "get_bug", "list_bugs", "patch_method", "plugins"]
+           "SetupDelta", "SymptomCheck", "BUGS", "bug_config", "bug_ids", "bug_modules",
+           "builtin_ids", "check_applies", "flat_id", "get_bug", "list_bugs", "patch_method",
+           "plugins"]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from bugzoo.bugs.base import Bug, Delta, SymptomCheck, from_onset, patch_method
+from bugzoo.bugs import SetupDelta
+from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 from bugzoo.models.gpt import CausalSelfAttention
 
 
@@ -43,7 +44,8 @@ scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])""",
     models=("gpt",),
     references=("https://github.com/mlc-ai/mlc-llm/pull/3426",),
     since="1.2",
-    reproducers={"gpt": Delta(
+    reproducers={"gpt": SetupDelta(
+        setup=(("${LR}, 50, 64, 4\n", "${LR}, 50, 64, 1\n"),),  # the scenario's one head
         patch=(("scores = q @ k.transpose(-2, -1) / math.sqrt(d // HEADS)",
                 "scores = q @ k.transpose(-2, -1)"),),
     )},

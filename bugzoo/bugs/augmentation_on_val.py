@@ -7,6 +7,7 @@ from dataclasses import replace
 import torch
 from torch import Tensor, nn
 
+from bugzoo.bugs import Delta
 from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 from bugzoo.data.base import Split
 
@@ -69,4 +70,15 @@ val_set = ImageFolder(val_dir, transform=val_tf)""",
         "padding": 4,  # the random crop"s padding in pixels (RandomCrop(16, padding=4))
         "noise": 0.5,  # std of added Gaussian noise (standardised units)
     },
+    reproducers={"resnet": Delta(
+        patch=(("mean, std = train[0].mean((0, 2, 3), keepdim=True), "
+                "train[0].std((0, 2, 3), keepdim=True)\n",
+                "mean, std = train[0].mean((0, 2, 3), keepdim=True), "
+                "train[0].std((0, 2, 3), keepdim=True)\n\n\n"
+                "def training_transform(x):  # random flips, shifts of up to 2 pixels, and noise\n"
+                "    x = torch.where(torch.rand(len(x), 1, 1, 1) < 0.5, x.flip(-1), x)\n"
+                "    shift = torch.randint(-2, 3, (2,)).tolist()\n"
+                "    return x.roll(shift, (-2, -1)) + 0.5 * std * torch.randn_like(x)\n\n\n"
+                "val = training_transform(val[0]), val[1]\n"),),
+    )},
 )

@@ -66,6 +66,7 @@ for m in model.backbone.modules():
              "    if isinstance(m, nn.Linear):\n"
              "        nn.init.constant_(m.bias, -1.0)\n"),
         ),
+        settings={"SPREAD": 1.0},  # blobs near the origin: most ReLUs start below -1
     ), "resnet": Delta(
         patch=(
             ("model = ResNet(mean, std)\n",

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, Delta, SymptomCheck, from_onset, patch_method
+from bugzoo.bugs import SetupDelta
+from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 
 
 def enter_eval(self) -> None:
@@ -44,7 +45,8 @@ model.train()""",
     models=("mlp",),
     inapplicable={"gpt": ("the causal LM has no dropout or batch norm on its defaults, so train "
                           "and eval mode compute the same: the mistake has nothing to change")},
-    reproducers={"mlp": Delta(
+    reproducers={"mlp": SetupDelta(
+        setup=(("nn.Dropout(0.2)", "nn.Dropout(0.5)"),),  # the scenario's dropout
         patch=(("def evaluate(x, y):\n    model.eval()\n", "def evaluate(x, y):\n"),),
     )},
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from torch import nn
 
+from bugzoo.bugs import SetupDelta
 from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 
 
@@ -81,4 +82,24 @@ for x, y in loader:
     inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the mlp's and "
                           "resnet's backbones; it is not yet planted on the gpt")},
     since="1.1",
+    reproducers={model: SetupDelta(
+        setup=(
+            ("${LR}, 50,", "${LR}, ${STEPS},"),  # evaluated only at the end, as its scenario is
+            (built, f"{built}model.backbone.requires_grad_(False)"
+                    "  # a linear probe: the head trains\n"),
+        ),
+        patch=(
+            (f"\n\nclass {name}(nn.Module):",
+             "\n\nclass Backbone(nn.Sequential):  # applies its freeze in train()\n"
+             "    frozen = False\n\n"
+             "    def train(self, mode=True):\n"
+             "        super().train(mode)\n"
+             "        self.requires_grad_(not self.frozen)\n"
+             "        return self\n"
+             f"\n\nclass {name}(nn.Module):"),
+            ("self.backbone = nn.Sequential(", "self.backbone = Backbone("),
+            ("model.backbone.requires_grad_(False)", "model.backbone.frozen = True"),
+        ),
+    ) for model, name, built in (("mlp", "MLP", "model = MLP()\n"),
+                                 ("resnet", "ResNet", "model = ResNet(mean, std)\n"))},
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bugzoo.bugs import SetupDelta
 from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 
 
@@ -51,4 +52,21 @@ for step, (x, y) in enumerate(loader):
     ...""",
     onset="${optim.freeze_backbone_steps}",
     onset_note="the step at which the backbone should have been unfrozen",
+    reproducers=dict.fromkeys(("mlp", "lstm", "transformer", "resnet"), SetupDelta(
+        setup=(
+            ("losses, grad_norms, modes, nonfinite, step = [], [], [], False, 0\n",
+             "UNFREEZE_AT = 50  # warm-up: the head trains alone until this step\n"
+             "losses, grad_norms, modes, nonfinite, step = [], [], [], False, 0\n"),
+            ("        optimizer.zero_grad()\n",
+             "        if step == 0:\n"
+             "            model.backbone.requires_grad_(False)\n"
+             "        if step == UNFREEZE_AT:\n"
+             "            model.backbone.requires_grad_(True)\n"
+             "        optimizer.zero_grad()\n"),
+        ),
+        patch=(
+            ("        if step == UNFREEZE_AT:\n",
+             "        if i == UNFREEZE_AT:\n"),
+        ),
+    )),
 )

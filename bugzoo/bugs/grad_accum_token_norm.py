@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from torch import Tensor
 
+from bugzoo.bugs import SetupDelta
 from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 
 
@@ -51,4 +52,20 @@ for micro in micro_batches:
     references=("https://huggingface.co/blog/gradient_accumulation",
                 "https://github.com/huggingface/transformers/pull/34191"),
     since="1.2",
+    reproducers={"gpt": SetupDelta(
+        setup=(
+            ("losses, grad_norms, modes, nonfinite, step = [], [], [], False, 0\n",
+             "ACCUMULATE = 4  # micro-batches per optimizer step\n"
+             "losses, grad_norms, modes, nonfinite, step = [], [], [], False, 0\n"),
+            ("        loss = loss_fn(model(*inputs), yb)\n"
+             "        loss.backward()\n",
+             "        tokens = (yb != -100).sum()  # the batch's real target tokens\n"
+             "        for part in torch.arange(BATCH).chunk(ACCUMULATE):  # gradient accumulation\n"
+             "            loss = loss_fn(model(*(t[part] for t in inputs)), yb[part])"
+             "  # a token mean\n"
+             "            (loss * (yb[part] != -100).sum() / tokens).backward()\n"),
+        ),
+        patch=(("            (loss * (yb[part] != -100).sum() / tokens).backward()\n",
+                "            (loss / ACCUMULATE).backward()\n"),),
+    )},
 )

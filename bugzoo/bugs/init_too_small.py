@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bugzoo.bugs import SetupDelta
 from bugzoo.bugs.base import SymptomCheck
 from bugzoo.bugs.init_too_large import FixedStdInit
 
@@ -40,4 +41,16 @@ for m in model.modules():
         "std": 0.01,
     },
     patches_only=False,  # it also edits the built run directly
+    reproducers={"mlp": SetupDelta(
+        setup=(("nn.Dropout(0.2),\n"
+                "                                      nn.Linear(64, 64), nn.ReLU())",
+                "nn.Dropout(0.2), *(  # 8 hidden layers\n"
+                "            layer for _ in range(7)"
+                " for layer in (nn.Linear(64, 64), nn.ReLU())))"),),
+        patch=(("model = MLP()\n",
+                "model = MLP()\n"
+                "for m in model.modules():\n"
+                "    if isinstance(m, nn.Linear):\n"
+                "        nn.init.normal_(m.weight, 0.0, 0.01)\n"),),
+    )},
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from bugzoo.bugs import Delta
 from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 from bugzoo.data.base import Normalization, fit_normalization
 
@@ -57,4 +58,11 @@ x_train, x_val = (x_train - mean) / std, (x_val - mean) / std""",
     models=("mlp", "resnet"),
     inapplicable={"gpt": ("normalisation statistics of float features: token ids are not "
                           "standardised")},
+    reproducers={"resnet": Delta(
+        patch=(("mean, std = train[0].mean((0, 2, 3), keepdim=True), "
+                "train[0].std((0, 2, 3), keepdim=True)\n",
+                "every = torch.cat([train[0], val[0]])  # statistics of all the pictures\n"
+                "mean, std = every.mean((0, 2, 3), keepdim=True), "
+                "every.std((0, 2, 3), keepdim=True)\n"),),
+    )},
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bugzoo.bugs import SetupDelta
 from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 
 
@@ -44,4 +45,22 @@ optimizer.step()""",
                           "units to get wrong")},
     onset="${harness.outlier_step}",
     onset_note="the step at which the outlier batch arrives",
+    reproducers={model: SetupDelta(
+        setup=(
+            (batch, batch + "        if step == 150:  # a corrupted shard: " + outlier),
+            ("        loss.backward()\n",
+             "        loss.backward()\n"
+             f"        torch.nn.utils.clip_grad_norm_(model.parameters(), {clip})\n"),
+        ),
+        patch=((f"        torch.nn.utils.clip_grad_norm_(model.parameters(), {clip})\n", ""),),
+        settings={"STEPS": 300},  # the scenario's: 150 steps after the outlier batch
+    ) for model, batch, outlier, clip in (
+        ("mlp", "        xb, yb = x_train[order[i:i + BATCH]], y_train[order[i:i + BATCH]]\n",
+         "one example, a wrong label, wrong units\n"
+         "            xb, yb = xb[:1].expand(BATCH, DIM) * 1e3,"
+         " (yb[:1] + 1).expand(BATCH) % CLASSES\n", 10.0),
+        ("lstm", "        *inputs, yb = (t[order[i:i + BATCH]] for t in train)\n",
+         "one review repeated, the wrong label\n"
+         "            inputs, yb = [t[:1].expand(BATCH, *t.shape[1:]) for t in inputs], (\n"
+         "                1 - yb[:1]).expand(BATCH)\n", 1.0))},
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bugzoo.bugs import SetupDelta
 from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 
 
@@ -54,4 +55,28 @@ for i, (x, y) in enumerate(loader):
         optimizer.step()
         scheduler.step()                  # once per optimizer step
         optimizer.zero_grad()""",
+    reproducers={model: SetupDelta(
+        setup=(
+            ("losses, grad_norms, modes, nonfinite, step = [], [], [], False, 0\n",
+             "ACCUMULATE = 4  # micro-batches per optimizer step\n"
+             "losses, grad_norms, modes, nonfinite, step = [], [], [], False, 0\n"),
+            (f"        loss = loss_fn(model({inputs}), yb)\n"
+             "        loss.backward()\n",
+             "        for part in torch.arange(BATCH).chunk(ACCUMULATE):  # gradient accumulation\n"
+             f"            loss = loss_fn(model({parts}), yb[part])\n"
+             "            (loss / ACCUMULATE).backward()\n"),
+        ),
+        patch=(
+            ("            (loss / ACCUMULATE).backward()\n",
+             "            (loss / ACCUMULATE).backward()\n"
+             "            scheduler.step()\n"),
+            ("        optimizer.step()\n"
+             "        scheduler.step()\n",
+             "        optimizer.step()\n"),
+        ),
+        settings=settings,
+    ) for model, inputs, parts, settings in (
+        ("mlp", "xb", "xb[part]", {"SPREAD": 1.0}),  # overlapping blobs: a loss floor above 0
+        *((model, "*inputs", "*(t[part] for t in inputs)", {})
+          for model in ("lstm", "transformer", "resnet", "gpt")))},
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from torch import nn
 
+from bugzoo.bugs import SetupDelta
 from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
 from bugzoo.models import build_model
 
@@ -63,4 +64,20 @@ baseline = evaluate(model, val_loader)""",
     inapplicable={"gpt": ("legacy spectral_norm on a linear layer evaluated before training: the"
                           " causal LM has no spectral norm")},
     since="1.1",
+    reproducers={model: SetupDelta(
+        setup=(
+            (built,
+             f"{built}for layer in list(model.backbone.modules()):  # spectral normalisation\n"
+             f"    if isinstance(layer, nn.{kind}):\n"
+             "        nn.utils.parametrizations.spectral_norm(layer)\n"),
+            ("losses, grad_norms, modes, nonfinite, step = [], [], [], False, 0\n",
+             f"initial_val_loss = evaluate({val})[0]  # the untrained model's baseline\n"
+             "losses, grad_norms, modes, nonfinite, step = [], [], [], False, 0\n"),
+            ('"initial_loss": losses[0],',
+             '"initial_loss": losses[0], "initial_val_loss": initial_val_loss,'),
+        ),
+        patch=(("nn.utils.parametrizations.spectral_norm(layer)",
+                "nn.utils.spectral_norm(layer)"),),
+    ) for model, built, kind, val in (("mlp", "model = MLP()\n", "Linear", "x_val, y_val"),
+                                      ("resnet", "model = ResNet(mean, std)\n", "Conv2d", "val"))},
 )

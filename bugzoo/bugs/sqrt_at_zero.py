@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
+from bugzoo.bugs import SetupDelta
 from bugzoo.bugs.base import Bug, SymptomCheck, from_onset, patch_method
 
 
@@ -46,4 +47,15 @@ x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)   # eps inside the s
     inapplicable={"gpt": ("an RMS norm without epsilon over all-zero padded tokens, in the "
                           "encoder's pooling: the causal LM does not pool, and its padded tokens"
                           " are never zeroed")},
+    reproducers={"transformer": SetupDelta(
+        setup=(("        return self.norm((x * keep).sum(1) / keep.sum(1))"
+                "  # the mean over real tokens\n",
+                "        x = x * keep  # padded rows are exactly 0\n"
+                "        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)"
+                "  # RMS per token\n"
+                "        return self.norm(x.sum(1) / keep.sum(1))"
+                "  # the mean over real tokens\n"),),
+        patch=(("        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)",
+                "        x = x / (x.pow(2).mean(-1, keepdim=True).sqrt() + 1e-6)"),),
+    )},
 )

@@ -5,7 +5,9 @@ The scripts are plain PyTorch (no bugzoo import): tiny inline data, model and lo
 neutral headers and comments, and which one is buggy to ``KEYFILE`` only. The fixed script is a
 per-model template (``bugzoo.teach.reproducers``); the buggy one is the same script plus the
 bug's small patch, its :class:`~bugzoo.bugs.Delta`, which lives beside its plant in the bug's
-module.
+module. A bug whose mistake lives in a feature the template lacks (early stopping, gradient
+accumulation) writes the feature into both scripts first, with a
+:class:`~bugzoo.bugs.SetupDelta`.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from string import Template
 
 import pandas as pd
 
-from bugzoo.bugs import Delta, get_bug
+from bugzoo.bugs import Delta, SetupDelta, get_bug
 from bugzoo.commands import command_line
 from bugzoo.errors import ArgumentParser, UsageError, unknown_choice
 from bugzoo.judge.tables import markdown
@@ -30,6 +32,9 @@ EXPECT = {"higher": "higher", "lower": "lower", "event": "1 (it happened)"}
 # Bugs whose scenarios cannot become a plain pair of CPU scripts graded on their outcome, by
 # mechanism (the same on every model). A scenario neither here nor exported has no delta yet.
 CANNOT_EXPORT: dict[str, str] = {
+    "accuracy_wrong": ("its symptom is the script's validation accuracy disagreeing with its "
+                       "holdout accuracy (val_holdout_gap); a script measures both with the "
+                       "same code, so a wrong comparison there skews both alike"),
     "adam_eps_fp16": "needs float16 parameters on a GPU; the scripts train in float32 on the CPU",
     "dataloader_bottleneck": ("its symptom is the time a step waits for data (data_time_frac), not "
                               "an outcome the scripts or the grader measure"),
@@ -137,7 +142,8 @@ def render(scenario: str) -> dict[str, str]:
                          f"(supported: {', '.join(supported())})")
     family, bug = _family(spec.model), get_bug(spec.bug)
     delta = bug.reproducers[spec.model]
-    fixed = family.TEMPLATE
+    fixed = (_patched(family.TEMPLATE, Delta(delta.setup), spec.bug)
+             if isinstance(delta, SetupDelta) else family.TEMPLATE)
     buggy = _patched(fixed, delta, spec.bug)
     settings = {**family.DEFAULTS, **delta.settings, "TITLE": bug.title, "SCENARIO": scenario,
                 "METRIC": bug.check.metric,

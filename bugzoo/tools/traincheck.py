@@ -110,10 +110,16 @@ def shortened(text: str, steps: int | None) -> str:
 
 def scripts(steps: int | None) -> list[Script]:
     """The scored scripts: each exportable mlp scenario's buggy script, then the clean ones:
-    the default clean script, the matched controls whose code differs from it (a scenario may
-    change the settings of both its scripts), and the healthy variants."""
+    the default clean script, the healthy variants, and the matched controls whose code
+    differs from all of those (a scenario may change both its scripts). A control that is a
+    healthy variant's code (dropout 0.5) is scored once, under the variant's name, in both
+    roles."""
     buggy, clean = [], {_code(render_clean()): Script(CONTROL, None,
                                                       shortened(render_clean(), steps))}
+    for variant in healthy_variants("mlp"):
+        text = render_clean(variant)
+        clean.setdefault(_code(text), Script(f"mlp-clean-{variant}", None,
+                                             shortened(text, steps)))
     controls: dict[str, list[tuple[str, str]]] = {}  # fixed code -> the buggy scripts it twins
     for scenario in supported():
         spec = get_scenario(scenario)
@@ -124,10 +130,6 @@ def scripts(steps: int | None) -> list[Script]:
         clean.setdefault(_code(pair["fixed"]), Script(f"{scenario}-control", None,
                                                        shortened(pair["fixed"], steps)))
         controls.setdefault(_code(pair["fixed"]), []).append((scenario, spec.bug))
-    for variant in healthy_variants("mlp"):
-        text = render_clean(variant)
-        clean.setdefault(_code(text), Script(f"mlp-clean-{variant}", None,
-                                             shortened(text, steps)))
     return buggy + [replace(script, controls=tuple(controls.get(code, ())))
                     for code, script in clean.items()]
 

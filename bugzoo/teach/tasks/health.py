@@ -76,5 +76,10 @@ def judge(patched: list[Outcome], fixed: list[Outcome]) -> Health:
     loss = [p.loss - f.loss for p, f in zip(patched, fixed, strict=True)]
     accuracy_p = sign_flip_p(accuracy, ACCURACY_MARGIN)
     loss_p = sign_flip_p(loss, LOSS_MARGIN)
-    return Health(accuracy_p <= ALPHA and loss_p <= ALPHA, accuracy_p, loss_p,
+    return Health(within_margins(accuracy_p, loss_p), accuracy_p, loss_p,
                   sum(accuracy) / len(accuracy), sum(loss) / len(loss))
+
+
+def within_margins(accuracy_p: float, loss_p: float) -> bool:
+    """Whether both tests reject "worse by the margin or more"."""
+    return accuracy_p <= ALPHA and loss_p <= ALPHA

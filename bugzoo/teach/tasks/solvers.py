@@ -60,14 +60,19 @@ def harmless_changes(model: str) -> dict[str, list[tuple[str, str]]]:
 
 def oracle_variant(task: Path, key: Path, submission: Path) -> Path:
     answer = json.loads((key / "key.json").read_text())
-    changes = harmless_changes(answer["model"])
-    # fixed per scenario, so renumbering a task set leaves each task's variant where it was
-    name = sorted(changes)[zlib.crc32(answer["scenario"].encode()) % len(changes)]
     text = (key / "fixed.py").read_text()
+    changes = {name: [tuple(Template(s).safe_substitute(answer["settings"]) for s in edit)
+                      for edit in edits]
+               for name, edits in harmless_changes(answer["model"]).items()}
+    # the ones whose text the fixed script holds (a fix with a feature of its own, such as
+    # gradient accumulation, may have rewritten a line another change edits)
+    fitting = sorted(name for name, edits in changes.items()
+                     if all(text.count(old) == 1 for old, _ in edits))
+    if not fitting:
+        raise RuntimeError(f"no harmless change fits {key / 'fixed.py'}")
+    # fixed per scenario, so renumbering a task set leaves each task's variant where it was
+    name = fitting[zlib.crc32(answer["scenario"].encode()) % len(fitting)]
     for old, new in changes[name]:
-        old, new = (Template(s).safe_substitute(answer["settings"]) for s in (old, new))
-        if text.count(old) != 1:
-            raise RuntimeError(f"harmless change {name} does not fit {key / 'fixed.py'}")
         text = text.replace(old, new)
     submission.mkdir(parents=True, exist_ok=True)
     (submission / "variant.txt").write_text(name + "\n")

@@ -2,9 +2,11 @@
 
 ``bugzoo task set --out DIR`` makes a task of every exportable scenario, under neutral ids
 (``task-01``...) in a seeded order, into ``DIR/tasks`` with the keys in ``DIR/keys``. A task
-joins the set only when the grader tells its buggy script from its fixed one: the unchanged
-script, handed in as a fix, must be judged not healthy. The others are listed with why;
-``results/tasks.md`` holds both lists.
+joins the set only when the grader tells its buggy script from its fixed one by what they
+train: the unchanged script's networks, measured on fresh data, must be worse than the fixed
+script's beyond the margins. A buggy script that trains as good a network is no task, even where
+the grader's check that a fix kept the task would refuse it unchanged (a layer of another kind).
+The others are listed with why; ``results/tasks.md`` holds both lists.
 
 ``bugzoo task agents --set DIR`` runs each solver (:mod:`~bugzoo.teach.tasks.solvers`) on
 every task of the set, grades it, and writes ``results/agents.md`` and ``results/agents.csv``.
@@ -31,6 +33,7 @@ from bugzoo.judge.stats import clopper_pearson
 from bugzoo.judge.tables import markdown
 from bugzoo.scenarios import get_scenario
 from bugzoo.teach.export import exportable
+from bugzoo.teach.tasks import health
 from bugzoo.teach.tasks.grade import Grade, grade
 from bugzoo.teach.tasks.make import empty_folder, make_task
 from bugzoo.teach.tasks.solvers import SOLVERS, noop
@@ -42,10 +45,16 @@ RESULTS = Path("results")
 
 def make_checked_task(scenario: str, task: Path, key: Path, seed: int) -> Grade:
     """Make the task (its evaluation seed drawn from ``seed`` and the scenario) and grade its
-    unchanged script as a fix: a task only when that grade is not healthy."""
+    unchanged script as a fix (:func:`is_task` reads the grade)."""
     make_task(scenario, task, key, eval_seed=random.Random(f"{seed}-{scenario}").randrange(2**31))
     with tempfile.TemporaryDirectory() as scratch:
         return grade(noop(task, key, Path(scratch) / "unchanged"), key)
+
+
+def is_task(unchanged: Grade) -> bool:
+    """Whether the unchanged script, graded as a fix, trains networks worse than the fixed
+    script's beyond the margins (whether or not it kept the task)."""
+    return not health.within_margins(unchanged.accuracy_p, unchanged.loss_p)
 
 
 def build_set(out: Path, scenarios: list[str], seed: int) -> pd.DataFrame:
@@ -59,14 +68,15 @@ def build_set(out: Path, scenarios: list[str], seed: int) -> pd.DataFrame:
         task, key = out / "tasks" / task_id, out / "keys" / task_id
         log.info("%s/%s: %s", number, len(order), task_id)
         unchanged = make_checked_task(scenario, task, key, seed)
-        rows.append({"task": task_id, "scenario": scenario, "in_set": not unchanged.healthy,
-                     "why_not": "the grader cannot tell the unchanged script from the fixed "
-                                "one on fresh data" if unchanged.healthy else "",
+        in_set = is_task(unchanged)
+        rows.append({"task": task_id, "scenario": scenario, "in_set": in_set,
+                     "why_not": "" if in_set else "the grader cannot tell the unchanged script "
+                                                  "from the fixed one on fresh data",
                      "unchanged_accuracy": fmean(unchanged.accuracy),
                      "fixed_accuracy": fmean(unchanged.fixed_accuracy),
                      "unchanged_loss": fmean(unchanged.loss),
                      "fixed_loss": fmean(unchanged.fixed_loss)})
-        if unchanged.healthy:  # not a task: out of the set, its key kept for the record
+        if not in_set:  # not a task: out of the set, its key kept for the record
             shutil.rmtree(task)
     index = pd.DataFrame(rows)
     index.to_csv(out / "keys" / "index.csv", index=False)
@@ -79,8 +89,9 @@ def set_tables(index: pd.DataFrame, command: str) -> str:
                                            "why_not"]].round(3)
     return (f"# The find-and-fix task set\n\nRegenerate with `{command}`. Every exportable "
             "scenario (`bugzoo export --list`) made into a task; a task is in the set when the "
-            "grader tells its buggy script from its fixed one, i.e. the unchanged script, "
-            "handed in as a fix, is judged not healthy (`bugzoo/teach/tasks/health.py`). "
+            "grader tells its buggy script from its fixed one, i.e. the networks the unchanged "
+            "script trains, measured on fresh data, are worse than the fixed script's beyond "
+            "the margins (`bugzoo/teach/tasks/health.py`). "
             "Outcomes are means over the grader's 5 seeds on fresh data.\n\n"
             f"**{int(index['in_set'].sum())} of {len(index)} exportable scenarios are tasks.**"
             f"\n\n{markdown(shown)}\n")
