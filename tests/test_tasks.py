@@ -116,6 +116,29 @@ def test_the_graders_data_source_and_fresh_data_are_the_scripts_own(model):
     assert torch.equal(labels, fresh_labels)
 
 
+def test_every_tasks_fixed_script_draws_the_data_the_grader_draws():
+    """A delta's settings and setup edit both scripts (the spread of the blobs, the noise of
+    the pictures, a feature in the loop): the grader's data source and fresh examples, made
+    from the task's settings, still match what the fixed script draws."""
+    from bugzoo.teach.tasks.script import family as family_of
+    from bugzoo.teach.tasks.script import settings as settings_of
+
+    for scenario in supported():
+        family, settings = family_of(scenario), settings_of(scenario)
+        text = render(scenario)["fixed"]
+        scope: dict = {}
+        exec(compile(text[:text.index("\nclass ")].replace("torch.manual_seed(0)",
+                                                            "torch.manual_seed(7)"),
+                     scenario, "exec"), scope)
+        assert torch.equal(scope[family.SOURCE], family.data_source(7, settings)), scenario
+        torch.manual_seed(11)
+        *inputs, labels = scope["make_split"](16)
+        fresh_inputs, fresh_labels = family.fresh_split(scope[family.SOURCE], 16, 11, settings)
+        assert all(torch.equal(a, b) for a, b in zip(inputs, fresh_inputs, strict=True)), scenario
+        label_noise = scenario.startswith("mlp-") and settings["NOISE"]  # graded on clean labels
+        assert label_noise or torch.equal(labels, fresh_labels), scenario
+
+
 def test_the_grader_retrains_and_measures_a_review_model(tmp_path, monkeypatch):
     """The grader's path for a model with several inputs and another data source: an LSTM
     script keeps its lexicon, and its model is measured on fresh (tokens, lengths) reviews."""
