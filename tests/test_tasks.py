@@ -296,6 +296,26 @@ def test_a_task_needs_a_worse_network_not_just_another_layer():
     assert not is_task(unchanged(kept=True, p=1 / 32))
 
 
+def test_an_interview_picks_tasks_by_the_task_sets_rule(tmp_path, monkeypatch):
+    """An interview keeps a scenario only when the set would: a script that fails the
+    grader's structural check unchanged but trains as good a network is passed over."""
+    from bugzoo.teach.tasks import interview as interview_module
+    from bugzoo.teach.tasks.grade import Grade
+
+    def checked(scenario, task, key, seed):
+        for folder in (task, key):
+            folder.mkdir(parents=True)
+        p = 1 / 32 if len(made) == 0 else 1.0  # the first: another layer, as good a network
+        made.append(scenario)
+        return Grade(False, False, False, False, "none", "layers differ",
+                     [0.9] * 5, [0.9] * 5, [0.2] * 5, [0.2] * 5, p, p)
+
+    made: list[str] = []
+    monkeypatch.setattr(interview_module, "make_checked_task", checked)
+    kept = interview_module.pick(2, 3, tmp_path)
+    assert [scenario for scenario, _, _ in kept] == made[1:3] and len(made) == 3
+
+
 def test_an_interview_key_climbs_from_symptom_to_answer(task):
     folder, key = task
     ladder = hints(folder, key)

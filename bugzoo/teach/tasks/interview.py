@@ -7,8 +7,8 @@ region, answer) and the command that grades the candidate's submission by retrai
 
 A task's difficulty comes from the committed reference board (``results/leaderboard_bugs.csv``):
 how many of bugzoo's own heuristic detectors catch the bug in most of its runs, and how soon.
-Only scenarios the grader can tell from their fix become tasks (the unchanged script must fail
-as a fix), as in ``bugzoo task set``.
+Only scenarios the grader can tell from their fix become tasks (the unchanged script must train
+worse networks than the fix), as in ``bugzoo task set``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from bugzoo.detector_registry import select_detectors
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.teach.export import supported
 from bugzoo.teach.tasks.make import empty_folder
-from bugzoo.teach.tasks.taskset import make_checked_task
+from bugzoo.teach.tasks.taskset import is_task, make_checked_task
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ def pick(n: int, seed: int, root: Path) -> list[tuple[str, Path, Path]]:
             break
         name = f"task-{len(kept) + 1}"
         task, key = root / "candidate" / name, root / "interviewer" / name
-        if make_checked_task(scenario, task, key, seed).healthy:
+        if not is_task(make_checked_task(scenario, task, key, seed)):
             log.info("%s: the grader cannot tell it from its fix; another one", scenario)
             shutil.rmtree(task)
             shutil.rmtree(key)
