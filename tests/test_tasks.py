@@ -16,6 +16,7 @@ import torch
 from conftest import named
 
 from bugzoo.cli import main as cli
+from bugzoo.paths import CACHE_ENV
 from bugzoo.scenarios import get_scenario
 from bugzoo.teach.export import render, render_clean, supported
 from bugzoo.teach.tasks import cache, health
@@ -142,7 +143,7 @@ def test_every_tasks_fixed_script_draws_the_data_the_grader_draws():
 def test_the_grader_retrains_and_measures_a_review_model(tmp_path, monkeypatch):
     """The grader's path for a model with several inputs and another data source: an LSTM
     script keeps its lexicon, and its model is measured on fresh (tokens, lengths) reviews."""
-    monkeypatch.setenv(cache.ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     script = seeded(render_clean(model="lstm")).replace("= 400, 64,", "= 100, 64,")  # seconds
     key, submission = tmp_path / "key", tmp_path / "submission"
     for folder, name in ((key, "fixed.py"), (submission, "train.py")):

@@ -21,9 +21,7 @@ from pathlib import Path
 
 import torch
 
-from bugzoo.paths import CACHE_ENV, cache_folder
-
-ENV = CACHE_ENV
+from bugzoo.paths import cache_folder
 
 
 def folder() -> Path | None:
