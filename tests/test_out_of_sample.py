@@ -80,3 +80,18 @@ def test_the_unseen_bugs_are_also_scored_by_the_release_they_joined(monkeypatch,
     section = (tmp_path / oos.OUT_OF_SAMPLE_FILE).read_text().split(
         "## The unseen bugs by the release they joined")[1].split("\n## ")[0]
     assert re.findall(r"^\| (9\.\d) \| suite: built-ins", section, re.M) == ["9.8", "9.9"]
+
+
+def test_the_tuned_on_bugs_are_also_scored_on_the_model_that_joined_later(later_bugs, tmp_path):
+    """A bug the detectors were tuned on, planted in a model that did not exist then, is
+    scored apart from its runs on the classifiers, each side with its own healthy variants."""
+    seen, _ = oos.by_release(with_suites(later_bugs))
+    tuned, later = oos.by_model(seen).values()
+    assert set(later["model"]) == {"gpt"} and "gpt" not in set(tuned["model"])
+    assert len(tuned) + len(later) == len(seen)
+    page = oos.out_of_sample_page(later_bugs, "bugzoo score x --publish", "stamp")
+    section = page.split("## The tuned-on bugs on a model the detectors never saw")[1].split(
+        "\n## ")[0]
+    assert re.findall(r"^\| (the models they were tuned on|models that joined later \(gpt\)) "
+                      r"\| suite: built-ins", section, re.M) == [
+        "the models they were tuned on", "models that joined later (gpt)"]
