@@ -297,3 +297,15 @@ def test_delay_after_symptom_counts_from_the_first_nonfinite_step():
     quiet = outcomes.judge_run(summary | {"first_nonfinite_step": None}, alarms,
                                pd.Series(dtype=float))
     assert all(r["delay_after_symptom_steps"] is None for r in quiet)
+
+
+def test_a_symptom_value_is_a_number_whatever_run_comes_first(tmp_path):
+    """An event's symptom (a NaN, a crash) counts as 1 or 0, so a table whose first run holds
+    one still stores the metrics of the runs after it."""
+    rows = [r for value in (True, 2.37, None) for r in outcomes.judge_run(
+        {"scenario": "mlp-double_softmax", "seed": 0, "bug": "double_softmax",
+         "category": "loss", "onset": 0, "symptom_value": value,
+         "detectors": {"a": status()}}, pd.DataFrame(columns=store.ALARM_COLUMNS),
+        pd.Series(dtype=float))]
+    assert [r["symptom_value"] for r in rows] == [1.0, 2.37, None]
+    pd.DataFrame(rows).to_parquet(tmp_path / "outcomes.parquet")  # one type: it writes

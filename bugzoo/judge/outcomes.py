@@ -101,7 +101,10 @@ def judge_run(summary: dict, alarms: pd.DataFrame, elapsed: pd.Series) -> list[d
             "category": summary.get("category"), "loud": bool(summary.get("loud")),
             "unproven": bool(summary.get("unproven", summary.get("latent"))), "onset": onset,
             "run_outcome": summary.get("outcome"), "steps": summary.get("steps_completed"),
-            "symptom_value": summary.get("symptom_value"),
+            # a number: an event (a crash, a hang, a NaN) counts as 1 or 0, so the column keeps
+            # one type whichever run comes first
+            "symptom_value": (None if summary.get("symptom_value") is None
+                              else float(summary["symptom_value"])),
             "outcome": outcome, "alarm_step": step,
             "alarm_category": first["category"] if first is not None else None,
             "delay_steps": step - onset if hit else None,
