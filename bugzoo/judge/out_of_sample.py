@@ -105,6 +105,18 @@ def _interval(row: pd.Series, key: str) -> str:
     return _fmt(row[key], row[f"{key}_lo"], row[f"{key}_hi"])
 
 
+def suite_rows(key: str, boards: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The suites' rows of several boards, each named in column ``key``: bugs and pairs,
+    score, recall and control alarms with their intervals."""
+    return pd.DataFrame([{
+        key: name, "detector": suite,
+        "bugs (pairs)": f"{int(row['bugs'])} ({int(row['pairs'])})",
+        "score": _interval(row, "score"), "recall": _interval(row, "recall"),
+        "control alarms": _interval(row, "matched_false_alarm_rate")}
+        for name, board in boards.items()
+        for suite, row in board.set_index("detector").iterrows() if suite in SUITES])
+
+
 def side_by_side(seen: pd.DataFrame, unseen: pd.DataFrame) -> pd.DataFrame:
     """Each built-in detector and suite that caught anything, unseen bugs beside the bugs it
     was tuned on; the baselines last, for scale."""
@@ -180,14 +192,7 @@ def out_of_sample_page(table: pd.DataFrame, command: str, stamp: str,
                   "Each release's bugs alone (with the healthy variants), scored by the same "
                   "rules: the later the release, the further its bugs from what the detectors "
                   "were tuned on.", "",
-                  markdown(pd.DataFrame([{
-                      "release": release, "detector": suite,
-                      "bugs (pairs)": f"{int(row['bugs'])} ({int(row['pairs'])})",
-                      "score": _interval(row, "score"), "recall": _interval(row, "recall"),
-                      "control alarms": _interval(row, "matched_false_alarm_rate")}
-                      for release, board in per_release.items()
-                      for suite, row in board.set_index("detector").iterrows() if suite in SUITES
-                  ])), ""]
+                  markdown(suite_rows("release", per_release)), ""]
     on_models = {name: leaderboard(runs) for name, runs in by_model(seen).items()
                  if (runs["run_role"] != "clean").any()}
     if len(on_models) > 1:
@@ -195,14 +200,7 @@ def out_of_sample_page(table: pd.DataFrame, command: str, stamp: str,
                   "The same mistakes the detectors were tuned on, planted in a model that did "
                   "not exist when they were (each side with its own models' healthy variants): "
                   "how much of the tuned-on figure holds on a new model.", "",
-                  markdown(pd.DataFrame([{
-                      "models": name, "detector": suite,
-                      "bugs (pairs)": f"{int(row['bugs'])} ({int(row['pairs'])})",
-                      "score": _interval(row, "score"), "recall": _interval(row, "recall"),
-                      "control alarms": _interval(row, "matched_false_alarm_rate")}
-                      for name, board in on_models.items()
-                      for suite, row in board.set_index("detector").iterrows() if suite in SUITES
-                  ])), ""]
+                  markdown(suite_rows("models", on_models)), ""]
     for name in SUITES:
         bugs = per_bug(unseen, name)
         if bugs.empty:  # a suite these detectors do not form
