@@ -36,6 +36,15 @@ def versions() -> str:
     return f"bugzoo {__version__}, torch {metadata.version('torch')}"
 
 
+def cpu_kernels() -> str:
+    """The CPU kernels torch dispatches to on this machine (``AVX2``, ``AVX512``, ``DEFAULT``;
+    ``ATEN_CPU_CAPABILITY`` picks a lower one). A run is bitwise repeatable on one kind only:
+    other kernels round differently, so every sweep and run records which it used."""
+    import torch
+
+    return torch.backends.cpu.get_cpu_capability()
+
+
 _EXPORTS = {
     "Bug": "bugzoo.bugs", "get_bug": "bugzoo.bugs", "list_bugs": "bugzoo.bugs",
     "Alarm": "bugzoo.detector", "Detector": "bugzoo.detector", "RunView": "bugzoo.detector",

@@ -150,9 +150,30 @@ def manifest() -> dict:
 
 
 @functools.cache
+def live_manifest() -> dict:
+    """This checkout's manifest (computed once per process)."""
+    return manifest()
+
+
 def digest() -> str:
-    """This checkout's release digest (computed once per process)."""
-    return manifest()["digest"]
+    """This checkout's release digest."""
+    return live_manifest()["digest"]
+
+
+def key_of(*parts: object) -> str:
+    """One short hash of JSON-able ``parts``."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def scenario_key(scenario_id: str) -> str:
+    """One hash of what decides a run of the scenario in this checkout: its config, bug and
+    data hashes and the shared code's. Where two releases give a scenario one key, its runs are
+    bitwise the same on one platform, so a result measured under the one stands for the other
+    (``bugzoo validate --changed``)."""
+    live = live_manifest()
+    if scenario_id not in live["scenarios"]:
+        raise KeyError(f"no scenario {scenario_id} in {RELEASE}")
+    return key_of(live["shared"], live["scenarios"][scenario_id])
 
 
 def stamp() -> str:

@@ -158,3 +158,46 @@ def test_the_language_model_is_held_to_its_margins_over_five_seeds():
     assert f"**{len(table)} of {len(table)} seeds within.**" in section
     for row in table.itertuples():
         assert f"| {row.seed} | {row.final_val_loss:.3f} | {row.entropy_floor:.3f} |" in section
+
+
+@pytest.mark.slow
+def test_validate_changed_reruns_only_the_rows_whose_code_or_settings_changed(tmp_path, capsys):
+    """``--changed`` carries a row whose key (its scenarios' release keys, seeds, overrides)
+    is today's, without running it, and reruns the rest; tables without keys are refused."""
+    pair, out = ["mlp-double_softmax", "mlp-frozen_from_start"], tmp_path / "out"
+    quick = ["--seeds", "0,1", "--no-progress", "--out", str(out), "harness.steps=30",
+             "harness.eval_interval=15"]
+    assert main(["validate", "--scenarios", *pair, "--runs", str(tmp_path / "a"), *quick]) == 0
+    first = pd.read_csv(out / "validity.csv").set_index("scenario")
+    assert first.key.notna().all() and (first.cpu_kernels != "").all()
+    edited = first.copy()  # as if frozen_from_start's code had changed since
+    edited.loc["mlp-frozen_from_start", "key"] = "0" * 16
+    edited.loc["mlp-double_softmax", "effect"] = 42.0  # a rerun would not keep this
+    edited.reset_index().to_csv(out / "validity.csv", index=False)
+
+    runs = tmp_path / "b"
+    assert main(["validate", "--changed", "--scenarios", *pair, "--runs", str(runs),
+                 *quick]) == 0
+    after = pd.read_csv(out / "validity.csv").set_index("scenario")
+    assert after.loc["mlp-double_softmax", "effect"] == 42.0
+    assert not (runs / "buggy" / "mlp-double_softmax").exists()
+    assert (runs / "buggy" / "mlp-frozen_from_start").is_dir()
+    assert after.loc["mlp-frozen_from_start", "effect"] == first.loc["mlp-frozen_from_start",
+                                                                      "effect"]
+    assert after.loc["mlp-frozen_from_start", "key"] == first.loc["mlp-frozen_from_start",
+                                                                   "key"]
+    assert "carried from the tables written here before" in (out / "validity.md").read_text()
+
+    other_steps = [*quick[:-2], "harness.steps=31", "harness.eval_interval=15"]
+    assert main(["validate", "--changed", "--scenarios", "mlp-double_softmax", "--runs",
+                 str(runs), *other_steps]) == 0  # new overrides: nothing stands
+    assert pd.read_csv(out / "validity.csv").set_index("scenario").loc[
+        "mlp-double_softmax", "effect"] != 42.0
+
+    keyless = tmp_path / "keyless"
+    keyless.mkdir()
+    after.drop(columns="key").reset_index().to_csv(keyless / "validity.csv", index=False)
+    capsys.readouterr()
+    assert main(["validate", "--changed", "--scenarios", *pair, "--out", str(keyless),
+                 "--runs", str(runs), "--no-progress"]) == 2
+    assert "has no key column" in capsys.readouterr().err

@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from bugzoo import release, versions
+from bugzoo import cpu_kernels, release, versions
 from bugzoo.errors import UsageError
 from bugzoo.telemetry import LAYER_COLUMNS, LAYERS
 
@@ -138,7 +138,7 @@ def write_sweep_command(sweep_dir: Path, command: str) -> None:
     detector) keeps each, in order."""
     path = Path(sweep_dir) / SWEEP_COMMAND
     known = _sweep_commands(sweep_dir)
-    made_with = f"{versions()}; {release.stamp()}"
+    made_with = f"{versions()} ({cpu_kernels()} CPU kernels); {release.stamp()}"
     if (command, made_with) not in known:
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
         lines = [*known, (command, made_with)]

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from bugzoo import cpu_kernels
 from bugzoo.bugs import get_bug
 from bugzoo.commands import command_line
 from bugzoo.config import compose_run
@@ -35,6 +36,7 @@ from bugzoo.harness.runner import execute
 from bugzoo.harness.sweep import select_scenarios, sweep, sweep_options, sweep_parser
 from bugzoo.judge.stats import BOOTSTRAP
 from bugzoo.judge.tables import markdown
+from bugzoo.release import key_of, scenario_key
 from bugzoo.scenarios import Scenario, default_scenario, get_scenario, list_scenarios
 
 log = logging.getLogger(__name__)
@@ -202,8 +204,13 @@ def summarise(root: Path, scenarios: list[Scenario], seeds: list[int],
             "seeds": len(seeds_here), "control": control, **asdict(comparison),
             "excluded": scenario.excluded or "", "unproven": scenario.unproven or "",
         })
-    table = pd.DataFrame(rows)
-    if len(table):  # Benjamini-Hochberg across every scenario tested
+    return with_q_values(pd.DataFrame(rows))
+
+
+def with_q_values(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with Benjamini-Hochberg q-values across every scenario in it, and ``valid``."""
+    table = table.drop(columns=["q_value", "valid"], errors="ignore")
+    if len(table):
         table["q_value"] = stats.false_discovery_control(table["p_value"], method="bh")
         table["valid"] = table["q_value"] < ALPHA
     return table
@@ -258,8 +265,81 @@ def language_table(root: Path, seeds: list[int]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# ----------------------------------------------------------------------------- carrying
+def row_key(scenarios: list[str], seeds: list[int], overrides: list[str]) -> str:
+    """What decided a row's runs: the release keys of its scenarios (the one measured and the
+    one it is measured against), the seeds asked for and the run-setting overrides."""
+    return key_of([scenario_key(s) for s in scenarios], seeds, list(overrides))
+
+
+def with_keys(validity: pd.DataFrame, health: pd.DataFrame, language: pd.DataFrame | None,
+              seeds: list[int], overrides: list[str]) -> tuple:
+    """The three tables, each row with its ``key`` (:func:`row_key`)."""
+    def keyed(table: pd.DataFrame, pairs: list[list[str]]) -> pd.DataFrame:
+        return table.assign(key=[row_key(pair, seeds, overrides) for pair in pairs])
+
+    validity = keyed(validity, [[r.scenario, r.control] for r in validity.itertuples()])
+    health = keyed(health, [[r.scenario, default_scenario(r.model).id]
+                            for r in health.itertuples()])
+    if language is not None:
+        language = keyed(language, [[default_scenario("gpt").id]] * len(language))
+    return validity, health, language
+
+
+@dataclass(frozen=True)
+class Carried:
+    """Rows of the tables written before that still stand: their key (:func:`row_key`) is
+    today's, so the same code decided their runs, with the same seeds and overrides."""
+
+    validity: pd.DataFrame
+    health: pd.DataFrame
+    language: pd.DataFrame
+
+    @property
+    def scenarios(self) -> set[str]:
+        return {*self.validity.get("scenario", []), *self.health.get("scenario", [])}
+
+
+def carried_rows(out_dir: Path, chosen: list[str], seeds: list[int],
+                 overrides: list[str]) -> Carried:
+    """The rows of ``validity.csv``, ``health.csv`` and ``language.csv`` in ``out_dir`` for the
+    ``chosen`` scenarios that still stand. Tables without keys are a UsageError."""
+    tables = {}
+    for name in ("validity", "health", "language"):
+        path = out_dir / f"{name}.csv"
+        table = pd.read_csv(path) if path.is_file() else pd.DataFrame(columns=["key"])
+        if "key" not in table:
+            raise UsageError(f"{path} has no key column (written before --changed existed): "
+                             "run a full `bugzoo validate` once")
+        tables[name] = table
+    validity, health, language = tables["validity"], tables["health"], tables["language"]
+    validity = validity[validity.scenario.isin(chosen)] if len(validity) else validity
+    health = health[health.scenario.isin(chosen)] if len(health) else health
+    validity = validity.assign(**{c: validity[c].astype(object).fillna("")
+                                  for c in ("excluded", "unproven") if c in validity})
+    if "healthy" in health:  # a control's empty cell reads back as "not judged"
+        health = health.assign(healthy=health.healthy.astype(object).where(
+            health.healthy.notna(), None))
+    fresh = with_keys(validity.drop(columns="key"), health.drop(columns="key"),
+                      language.drop(columns="key") if len(language) else None, seeds,
+                      overrides)
+    stands = [table[table.key == now.key] if now is not None else table.iloc[:0]
+              for table, now in zip((validity, health, language), fresh, strict=True)]
+    return Carried(*stands)
+
+
+def merged(new: pd.DataFrame, carried: pd.DataFrame) -> pd.DataFrame:
+    """``new``'s rows and the ``carried`` rows of the scenarios ``new`` lacks, by scenario."""
+    if not len(carried):
+        return new
+    kept = carried[~carried.scenario.isin(set(new.get("scenario", [])))]
+    return (pd.concat([new, kept], ignore_index=True) if len(new) else kept.reset_index(
+        drop=True)).sort_values("scenario", kind="stable", ignore_index=True)
+
+
 def write_tables(table: pd.DataFrame, healthy: pd.DataFrame, out_dir: Path,
-                 command: str, language: pd.DataFrame | None = None) -> None:
+                 command: str, language: pd.DataFrame | None = None,
+                 carried: int = 0) -> None:
     """``validity.csv``, ``health.csv`` and ``validity.md``: the default sweep's buggy
     scenarios, the unproven and the excluded ones with their reason and what they measured,
     then the health of the clean scenarios."""
@@ -286,6 +366,15 @@ def write_tables(table: pd.DataFrame, healthy: pd.DataFrame, out_dir: Path,
         f"across every scenario tested; valid at q < {ALPHA}. Effect: difference of medians "
         "(metrics) or of event rates, buggy minus clean, with a 95% percentile-bootstrap "
         "interval.", "",
+        *([f"{carried} of these {len(table) + len(healthy)} rows were carried from the "
+           "tables written here before (`--changed`): the code that decides their runs (their "
+           "scenarios' release keys), their seeds and overrides are unchanged.", ""]
+          if carried else []),
+        "Measured with the CPU kernels " + ", ".join(
+            f"{kind} ({n} rows)" for kind, n in
+            table.get("cpu_kernels", pd.Series(dtype=str)).fillna("unrecorded")
+            .value_counts().items()) + " (`cpu_kernels` in the tables): a run is bitwise "
+        "repeatable on one kind of kernel, and rounds differently on another.", "",
         f"**{int((default.valid == 'yes').sum())} of {len(default)} default-sweep scenarios "
         "valid.**", "",
         markdown(default[["scenario", "bug", "model", "metric", "direction", "control",
@@ -347,13 +436,23 @@ def main(argv: list[str]) -> int:
     p.add_argument("overrides", nargs="*", help="run-setting overrides, e.g. harness.steps=100")
     p.add_argument("--runs", default="results/runs/validity", help="where runs are stored")
     p.add_argument("--out", default="results", help="where validity.md/.csv are written")
+    p.add_argument("--changed", action="store_true",
+                   help="run only the scenarios whose code changed since the tables in --out "
+                   "were written; carry the other rows, whose runs the same code decides")
     args = p.parse_intermixed_args(argv)
     options = sweep_options(args, VALIDITY_SEEDS)
     if len(options.seeds) < 5:
         log.warning("fewer than 5 seeds: p < %.2g may be out of reach", ALPHA)
     root = store.ensure_writable(Path(args.runs))
-    plan = plan_validity_runs(root, options.patterns, options.seeds, args.overrides,
-                              health=True)
+    chosen = [s.id for s in select_scenarios(options.patterns, include_excluded=True)]
+    carried = (carried_rows(Path(args.out), chosen, options.seeds, args.overrides)
+               if args.changed else Carried(*[pd.DataFrame()] * 3))
+    if args.changed:
+        log.info("carried: %d of %d scenarios, whose code is unchanged",
+                 len(carried.scenarios), len(chosen))
+    to_run = [sid for sid in chosen if sid not in carried.scenarios]
+    plan = (plan_validity_runs(root, to_run, options.seeds, args.overrides, health=True)
+            if to_run else ValidityPlan([], [], []))
     sweep(plan.tasks, options.workers, progress=options.progress)
     table = summarise(root, plan.buggy, options.seeds)
     if powered := to_power(table, options.seeds):
@@ -366,7 +465,17 @@ def main(argv: list[str]) -> int:
     healthy = health_table(root, plan.clean, options.seeds)
     language = (language_table(root, options.seeds)
                 if any(s.id == default_scenario("gpt").id for s in plan.clean) else None)
-    write_tables(table, healthy, Path(args.out), command_line("validate", argv), language)
+    kernels = cpu_kernels()  # the rows made here; carried ones keep theirs
+    table, healthy, language = (None if t is None else t.assign(cpu_kernels=kernels)
+                                for t in with_keys(table, healthy, language, options.seeds,
+                                                   args.overrides))
+    if language is None and len(carried.language):
+        language = carried.language
+    made = len(table) + len(healthy)
+    table = with_q_values(merged(table, carried.validity))
+    healthy = merged(healthy, carried.health)
+    write_tables(table, healthy, Path(args.out), command_line("validate", argv), language,
+                 carried=len(table) + len(healthy) - made)
     included = table[(table.excluded == "") & (table.unproven == "")] if len(table) else table
     print(f"{int(included.valid.sum()) if len(table) else 0} of {len(included)} default-sweep "
           f"scenarios valid -> {args.out}/validity.md")
