@@ -165,14 +165,15 @@ def key_of(*parts: object) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def scenario_key(scenario_id: str) -> str:
+def scenario_key(scenario_id: str) -> str | None:
     """One hash of what decides a run of the scenario in this checkout: its config, bug and
-    data hashes and the shared code's. Where two releases give a scenario one key, its runs are
-    bitwise the same on one platform, so a result measured under the one stands for the other
-    (``bugzoo validate --changed``)."""
+    data hashes and the shared code's; None for a scenario outside the release (a plug-in's,
+    whose code is not hashed). Where two releases give a scenario one key, the same code makes
+    its runs, so a result measured under the one stands for the other (``bugzoo validate
+    --changed``, ``bugzoo traces export --keep-unchanged``)."""
     live = live_manifest()
     if scenario_id not in live["scenarios"]:
-        raise KeyError(f"no scenario {scenario_id} in {RELEASE}")
+        return None
     return key_of(live["shared"], live["scenarios"][scenario_id])
 
 

@@ -163,3 +163,33 @@ def test_the_committed_reference_trace_set_is_compact_and_replays():
     assert list(alarms["step"]) == [0] and statuses["always_alarm"]["error"] is None
     # a step is an int, as live (a detector may index with it: trace_memoriser does)
     assert all(type(o.step) is int for o in run.observations())
+
+
+def test_a_sweep_of_the_changed_scenarios_completes_a_trace_set(sweep, tmp_path):
+    """``traces export --keep-unchanged`` keeps the set's runs whose scenario the new sweep
+    lacks and whose code is unchanged, restamped with today's release; a run whose code
+    changed is dropped, and the new sweep's runs replace their scenario's."""
+    from bugzoo import release
+
+    traces = tmp_path / "traces"
+    assert main(["traces", "export", str(sweep), "--out", str(traces)]) == 0
+    full = pd.read_parquet(traces / traceset.RUNS_FILE)
+    assert full["key"].notna().all()
+    edited = full.assign(key=full["key"].where(full["scenario"] != "lstm-lr_too_high",
+                                                "0" * 16), release="older")
+    edited.to_parquet(traces / traceset.RUNS_FILE, index=False)  # as if lstm's code changed
+    changed = tmp_path / "changed"
+    shutil.copytree(sweep / "mlp-lr_too_high", changed / "mlp-lr_too_high")
+    assert main(["traces", "export", str(changed), "--out", str(traces),
+                 "--keep-unchanged"]) == 0
+
+    runs = pd.read_parquet(traces / traceset.RUNS_FILE)
+    assert set(runs["scenario"]) == set(RUNS) - {"lstm-lr_too_high"}
+    assert (runs["release"] == release.digest()).all()
+    kept = runs[runs["scenario"] != "mlp-lr_too_high"]
+    assert (kept["made_by_release"] == "older").all()
+    expected = replay_outcomes(traceset.stored_runs(sweep), REPLAYABLE)
+    expected = expected[expected["scenario"] != "lstm-lr_too_high"].reset_index(drop=True)
+    got = replay_outcomes(traceset.stored_runs(traces), REPLAYABLE)
+    columns = [c for c in expected.columns if c != "release"]
+    pd.testing.assert_frame_equal(got[columns], expected[columns])

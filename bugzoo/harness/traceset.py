@@ -10,6 +10,7 @@ loses nothing.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import shutil
@@ -21,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from bugzoo import release
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
 from bugzoo.harness.setup_digest import summary_with_setup
@@ -122,16 +124,62 @@ def _widened(frame: pd.DataFrame) -> pd.DataFrame:
     return out.astype({"layer": "str"}) if "layer" in out.columns else out
 
 
-def export(sweep_dir: Path, out: Path, command: str) -> Path:
+def run_key(summary: dict, released: dict) -> str | None:
+    """The release key (:func:`bugzoo.release.scenario_key`) of the code that made a stored run:
+    as its trace set recorded it, or from ``released`` (the committed manifest) for a run of
+    that release stored before keys were kept; None where neither tells."""
+    if summary.get("key"):
+        return summary["key"]
+    scenario = released.get("scenarios", {}).get(summary["scenario"])
+    if scenario is None or summary.get("release") != released.get("digest"):
+        return None
+    return release.key_of(released["shared"], scenario)
+
+
+def unchanged_runs(traces: Path, made: set[str]) -> list[StoredRun]:
+    """The runs of the trace set ``traces`` whose scenario is not in ``made`` and whose code is
+    unchanged in this checkout (same release key): a sweep of the changed scenarios, exported
+    with these, is the whole sweep, each carried run restamped with today's release and keeping
+    the one that made it (``made_by_release``)."""
+    if not is_traceset(traces):
+        raise UsageError(f"{traces} is not a trace set: nothing to keep runs from")
+    released = json.loads(release.MANIFEST.read_text()) if release.MANIFEST.is_file() else {}
+    today = release.live_manifest()["scenarios"]
+    kept = []
+    for run in _traceset_runs(traces):
+        scenario = run.summary["scenario"]
+        key = run_key(run.summary, released)
+        if scenario in made or scenario not in today or key != release.scenario_key(scenario):
+            continue
+        made_by = run.summary.get("made_by_release") or run.summary.get("release")
+        kept.append(StoredRun({**run.summary, "key": key, "release": release.digest(),
+                               "made_by_release": made_by}, run.trace, run.layers))
+    return kept
+
+
+def _place(run: StoredRun) -> tuple[str, str]:
+    """Where a sweep folder stores the run (its folders): a trace set keeps that order."""
+    control = f".{store.CONTROL_TAG}" if run.summary.get("role") == "control" else ""
+    return run.summary["scenario"], f"seed{run.summary['seed']}{control}"
+
+
+def export(sweep_dir: Path, out: Path, command: str, keep_unchanged: bool = False) -> Path:
     """Write the trace set of the sweep folder ``sweep_dir`` into ``out`` (replacing a trace
-    set there, atomically), recording the sweep's commands and then ``command``."""
+    set there, atomically), recording the sweep's commands and then ``command``. With
+    ``keep_unchanged``, the runs of the set at ``out`` that :func:`unchanged_runs` keeps join
+    the sweep's, and the commands that made them come first."""
     sweep_dir, out = Path(sweep_dir), Path(out)
     if is_traceset(sweep_dir):
         raise UsageError(f"{sweep_dir} is a trace set already; export reads a sweep folder")
     if out.exists() and any(out.iterdir()) and not is_traceset(out):
         raise UsageError(f"{out} exists and is not a trace set: refusing to replace it")
+    fresh = [StoredRun({**run.summary, "key": release.scenario_key(run.summary["scenario"])},
+                       run.trace, run.layers) for run in stored_runs(sweep_dir)]
+    kept = unchanged_runs(out, {run.summary["scenario"] for run in fresh}) if (
+        keep_unchanged) else []
+    ordered = sorted([*kept, *fresh], key=_place)
     runs, traces, layers = [], [], []
-    for i, run in enumerate(stored_runs(sweep_dir)):
+    for i, run in enumerate(ordered):
         runs.append(run.summary)
         traces.append(run.trace.assign(run=i))
         layers.append(run.layers.assign(run=i))
@@ -150,9 +198,10 @@ def export(sweep_dir: Path, out: Path, command: str) -> Path:
             # floats byte-split (their exponents compress), the rest dictionary-encoded
             table.to_parquet(tmp / name, **PARQUET, use_byte_stream_split=floats,
                              use_dictionary=[c for c in table.columns if c not in floats])
-        made_by = Path(sweep_dir) / store.SWEEP_COMMAND
-        if made_by.is_file():
-            shutil.copy(made_by, tmp / store.SWEEP_COMMAND)
+        earlier = [out / store.SWEEP_COMMAND] if kept else []
+        lines = [line for path in [*earlier, sweep_dir / store.SWEEP_COMMAND] if path.is_file()
+                 for line in path.read_text().splitlines(keepends=True)]
+        (tmp / store.SWEEP_COMMAND).write_text("".join(dict.fromkeys(lines)))
         store.write_sweep_command(tmp, command)
         store.move_into_place(tmp, out)
     except BaseException:
@@ -174,10 +223,15 @@ def main(argv: list[str]) -> int:
     export_p.add_argument("sweep_dir", help="a sweep folder, e.g. results/runs/bench")
     export_p.add_argument("--out", default=str(DEFAULT_OUT),
                           help=f"the trace set folder (default: {DEFAULT_OUT})")
+    export_p.add_argument("--keep-unchanged", action="store_true",
+                          help="keep the runs of the trace set at --out whose scenario the "
+                          "sweep lacks and whose code is unchanged (a sweep of the changed "
+                          "scenarios then completes the set)")
     args = p.parse_args(argv)
     command = f"bugzoo traces export {args.sweep_dir}" + (
-        f" --out {args.out}" if Path(args.out) != DEFAULT_OUT else "")
-    out = export(Path(args.sweep_dir), Path(args.out), command)
+        f" --out {args.out}" if Path(args.out) != DEFAULT_OUT else "") + (
+        " --keep-unchanged" if args.keep_unchanged else "")
+    out = export(Path(args.sweep_dir), Path(args.out), command, args.keep_unchanged)
     log.info("trace set of %d runs, %.1f MB -> %s", len(pd.read_parquet(out / RUNS_FILE)),
              size_mb(out), out)
     return 0

@@ -266,10 +266,12 @@ def language_table(root: Path, seeds: list[int]) -> pd.DataFrame:
 
 
 # ----------------------------------------------------------------------------- carrying
-def row_key(scenarios: list[str], seeds: list[int], overrides: list[str]) -> str:
+def row_key(scenarios: list[str], seeds: list[int], overrides: list[str]) -> str | None:
     """What decided a row's runs: the release keys of its scenarios (the one measured and the
-    one it is measured against), the seeds asked for and the run-setting overrides."""
-    return key_of([scenario_key(s) for s in scenarios], seeds, list(overrides))
+    one it is measured against), the seeds asked for and the run-setting overrides. None where
+    a scenario is outside the release: such a row is never carried."""
+    keys = [scenario_key(s) for s in scenarios]
+    return None if None in keys else key_of(keys, seeds, list(overrides))
 
 
 def with_keys(validity: pd.DataFrame, health: pd.DataFrame, language: pd.DataFrame | None,
