@@ -1,4 +1,4 @@
-"""The benchmark release: ``bugzoo-bench 1.2``, frozen and stamped.
+"""The benchmark release: ``bugzoo-bench 1.3``, frozen and stamped.
 
 The manifest lists every built-in scenario with the hashes of what decides its runs: its config
 file, its bug's code (less its export deltas, which make scripts, not runs) and its data
@@ -24,7 +24,7 @@ from bugzoo.models import get_model
 from bugzoo.paths import CONF_DIR, PACKAGE, SCENARIO_DIR
 from bugzoo.scenarios import load_scenario
 
-RELEASE = "bugzoo-bench 1.2"
+RELEASE = "bugzoo-bench 1.3"
 MANIFEST = Path("results/release.json")
 # the code every run shares, besides its scenario, its bug and its data
 SHARED = ("train.py", "telemetry.py", "bugs/base.py", "models", "data/base.py", "data/augment.py")
@@ -42,8 +42,8 @@ def file_hash(*paths: Path) -> str:
 
 
 # 1.2's manifest hashed these bugs with their ``reproducers=`` cut alone: its comma left on a
-# line of its own, their import of ``Delta`` kept. They keep that cut until the next release
-# remakes the manifest.
+# line of its own, their import of ``Delta`` kept. They keep that cut: another would move their
+# hashes, and so their release keys, and rerun their scenarios for no change of code.
 CUT_AS_IN_1_2 = frozenset({
     "batch_collapsed", "batch_size_positional", "class_filtered_out", "debug_subset_left_on",
     "double_softmax", "dying_relu_bias", "early_stop_best_zero", "eval_on_train",

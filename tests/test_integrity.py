@@ -137,6 +137,32 @@ def test_the_release_is_frozen():
     assert live["digest"] == committed["digest"]
 
 
+def test_the_published_board_names_its_release_and_readme_says_when_it_is_older():
+    """Every published outcome carries one release digest, which the board names. A release
+    remakes its trace set at once, and its board with a fresh test split; until then README
+    says the board is the older release's."""
+    import json
+    import re
+    from pathlib import Path
+
+    import pandas as pd
+
+    from bugzoo import release
+
+    root = Path(__file__).resolve().parents[1]
+    results = root / "results"
+    committed = json.loads((results / release.MANIFEST.name).read_text())
+    assert set(pd.read_parquet(results / "traces" / "runs.parquet")["release"]) == {
+        committed["digest"]}
+    (digest,) = set(pd.read_parquet(results / "outcomes.parquet")["release"])
+    named = re.search(rf"(bugzoo-bench [\d.]+) \(digest {digest}\)",
+                      (results / "leaderboard.md").read_text())
+    assert named, "the board does not name the release of its runs"
+    if digest != committed["digest"]:
+        readme = " ".join((root / "README.md").read_text().split())
+        assert f"This board is {named.group(1)}'s" in readme
+
+
 def test_a_bugs_export_deltas_are_not_part_of_the_release(tmp_path):
     """An export delta makes a standalone script, never a run: adding or editing one leaves
     the bug's release hash as it was, while any change to the plant or its card moves it."""

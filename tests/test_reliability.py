@@ -225,7 +225,7 @@ def test_same_seed_same_trace_bitwise_on_cpu(scenario):
 
 def test_another_kind_of_cpu_kernel_rounds_differently():
     """Bitwise holds on one kind of CPU kernel: the same run on torch's portable kernels
-    (``ATEN_CPU_CAPABILITY=default``) ends elsewhere, and each run records its kernels."""
+    (``ATEN_CPU_CAPABILITY=default``) makes another trace, and each run records its kernels."""
     import torch
 
     if torch.backends.cpu.get_cpu_capability() == "DEFAULT":
@@ -236,13 +236,13 @@ def test_another_kind_of_cpu_kernel_rounds_differently():
     code = ("import json, sys; from bugzoo.config import compose_run; "
             "from bugzoo.harness.runner import execute; "
             "s = execute(compose_run(sys.argv[1:])).summary; "
-            "print(json.dumps([s['cpu_kernels'], s['final_val_loss'], s['trace_digest']]))")
+            "print(json.dumps([s['cpu_kernels'], s['trace_digest']]))")
     done = subprocess.run([sys.executable, "-c", code, *overrides], capture_output=True,
                           text=True, check=True, env={**os.environ, "ATEN_CPU_CAPABILITY":
                                                       "default"})
-    kernels, loss, digest = json.loads(done.stdout.strip().splitlines()[-1])
+    kernels, digest = json.loads(done.stdout.strip().splitlines()[-1])
     assert (kernels, here["cpu_kernels"]) == ("DEFAULT", torch.backends.cpu.get_cpu_capability())
-    assert loss != here["final_val_loss"] and digest != here["trace_digest"]
+    assert digest != here["trace_digest"]
 
 
 def test_time_budget_cuts_a_call_off_inside_and_outside_a_run_scope():

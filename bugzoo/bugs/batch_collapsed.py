@@ -66,9 +66,7 @@ def collate(examples):
         pixels.append(transform(sample_images[0]))
         targets.append(label)
     return torch.stack(pixels), torch.tensor(targets)""",
-    models=("resnet", "mlp"),
-    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the mlp's and "
-                          "resnet's float inputs; it is not yet planted on the gpt")},
+    models=("resnet", "mlp", "gpt"),
     reproducers={"mlp": Delta(
         patch=(
             ("        xb, yb = x_train[order[i:i + BATCH]], y_train[order[i:i + BATCH]]\n",

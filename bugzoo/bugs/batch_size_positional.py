@@ -54,9 +54,7 @@ for xb, yb in minibatches(x_train, y_train, True, 32):    # (shuffle, batch_size
     fixed="""\
 for xb, yb in minibatches(x_train, y_train, batch_size=32, shuffle=True):
     ...""",
-    models=("mlp", "transformer"),
-    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the classifiers'"
-                          " loaders; it is not yet planted on the gpt")},
+    models=("mlp", "transformer", "gpt"),
     reproducers={"mlp": Delta(
         patch=(
             ("\n\nlosses, grad_norms, modes, nonfinite, step = [], [], [], False, 0\n",

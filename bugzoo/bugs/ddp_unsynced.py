@@ -51,8 +51,6 @@ for x, y in shard_loader:
     optimizer.step(); optimizer.zero_grad()""",
     requires=("distributed",),
     # two rank processes per run: planted in the mlp, lstm and resnet, not the transformer
-    models=("mlp", "lstm", "resnet"),
-    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the classifiers'"
-                          " distributed runs; it is not yet planted on the gpt")},
+    models=("mlp", "lstm", "resnet", "gpt"),
     patches_only=False,  # it also edits the built run directly
 )

@@ -79,8 +79,9 @@ model.backbone.requires_grad_(False)      # applied where it is configured
 for x, y in loader:
     ...""",
     models=("mlp", "resnet"),
-    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the mlp's and "
-                          "resnet's backbones; it is not yet planted on the gpt")},
+    inapplicable={"gpt": ("the gpt's output head is tied to its token embedding, part of the "
+                          "backbone: a warm-up freeze of the backbone freezes the head too, so "
+                          "there is no head-only warm-up for the mistake to break")},
     since="1.1",
     reproducers={model: SetupDelta(
         setup=(

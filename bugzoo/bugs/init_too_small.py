@@ -34,9 +34,7 @@ for m in model.modules():
 for m in model.modules():
     if isinstance(m, nn.Linear):
         nn.init.kaiming_normal_(m.weight, nonlinearity="relu")   # std = sqrt(2 / fan_in)""",
-    models=("mlp",),
-    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the deep mlp; it"
-                          " is not yet planted on the gpt")},
+    models=("mlp", "gpt"),
     params={
         "std": 0.01,
     },

@@ -49,9 +49,7 @@ loss = F.nll_loss(logits, y)            # expects log-probabilities""",
     fixed="""\
 logits = model(x)
 loss = F.nll_loss(F.log_softmax(logits, dim=-1), y)   # or F.cross_entropy(logits, y)""",
-    models=("mlp", "transformer"),
-    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the classifiers'"
-                          " loss over [B, C] logits; it is not yet planted on the gpt")},
+    models=("mlp", "transformer", "gpt"),
     reproducers=dict.fromkeys(("mlp", "transformer"), Delta(
         patch=(
             ("return F.cross_entropy(logits, y)",

@@ -70,9 +70,7 @@ for batch in loader:                         # every rank runs every step
 # with a zero loss, or agree on the skip with an all_reduce of the flag""",
     # The mechanism is model-independent and every run costs two rank processes plus a wait
     # for the collective timeout, so the catalogue plants it in the two cheapest models.
-    models=("mlp", "lstm"),
-    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the classifiers'"
-                          " distributed runs; it is not yet planted on the gpt")},
+    models=("mlp", "lstm", "gpt"),
     onset_note=("the step from which the rank filters its batches; the first batch it drops "
                 "desynchronises the collectives"),
     loud=True,

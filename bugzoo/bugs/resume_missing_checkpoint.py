@@ -62,9 +62,7 @@ model.load_state_dict(ckpt["model"])
 optimizer.load_state_dict(ckpt["optimizer"])
 scheduler.load_state_dict(ckpt["scheduler"])
 train(start_step=ckpt["step"])""",
-    models=("mlp", "transformer"),
-    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the classifiers'"
-                          " restarts; it is not yet planted on the gpt")},
+    models=("mlp", "transformer", "gpt"),
     onset="${harness.restart_at}",
     onset_note="the step at which the job is preempted and should resume from its checkpoint",
     since="1.1",

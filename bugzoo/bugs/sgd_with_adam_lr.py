@@ -46,9 +46,7 @@ optimizer = torch.optim.SGD(model.parameters(), lr=1e-2, weight_decay=0.01)""",
     fixed="""\
 optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.01)
 # or, for SGD, retune: torch.optim.SGD(params, lr=0.05, momentum=0.9, weight_decay=5e-4)""",
-    models=("mlp", "transformer"),
-    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the classifiers'"
-                          " optimisers; it is not yet planted on the gpt")},
+    models=("mlp", "transformer", "gpt"),
     reproducers=dict.fromkeys(("mlp", "transformer"), Delta(
         patch=(
             ("torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)",

@@ -48,9 +48,7 @@ def forward(self, x):
     return self.head(self.backbone(x))      # raw logits; softmax, if needed, over dim=-1
 
 loss = nn.CrossEntropyLoss()(model(x), y)""",
-    models=("mlp",),  # with 2 classes (lstm, transformer) the harm is marginal
-    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the mlp's "
-                          "layers; it is not yet planted on the gpt")},
+    models=("mlp", "gpt"),  # with 2 classes (lstm, transformer) the harm is marginal
     reproducers={"mlp": Delta(
         patch=(
             ("return self.head(self.backbone(x))",

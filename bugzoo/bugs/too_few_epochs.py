@@ -43,9 +43,7 @@ EPOCHS = 30
 scheduler = OneCycleLR(optimizer, max_lr=1e-2, total_steps=EPOCHS * len(loader))
 for epoch in range(EPOCHS):
     ...""",
-    models=("mlp", "lstm"),
-    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the classifiers'"
-                          " schedules; it is not yet planted on the gpt")},
+    models=("mlp", "lstm", "gpt"),
     params={
         "divide_by": 10,  # DeepFD seeds this fault by dividing the epochs by 10 to 50
     },

@@ -47,9 +47,7 @@ BUG = TruncatedSequences(
 batch = tokenizer(texts, truncation=True, max_length=4, padding=True)""",
     fixed="""\
 batch = tokenizer(texts, truncation=True, max_length=32, padding=True)""",
-    models=("lstm", "transformer"),
-    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the review "
-                          "classifiers' inputs; it is not yet planted on the gpt")},
+    models=("lstm", "transformer", "gpt"),
     params={
         "max_tokens": 4,  # tokens kept per review
     },

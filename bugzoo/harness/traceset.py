@@ -138,9 +138,10 @@ def run_key(summary: dict, released: dict) -> str | None:
 
 def unchanged_runs(traces: Path, made: set[str]) -> list[StoredRun]:
     """The runs of the trace set ``traces`` whose scenario is not in ``made`` and whose code is
-    unchanged in this checkout (same release key): a sweep of the changed scenarios, exported
-    with these, is the whole sweep, each carried run restamped with today's release and keeping
-    the one that made it (``made_by_release``)."""
+    unchanged in this checkout (same release key): a sweep of the changed scenarios, made by
+    the set's own command (split, seeds, detectors) and exported with these, is the whole
+    sweep, each carried run restamped with today's release and keeping the one that made it
+    (``made_by_release``)."""
     if not is_traceset(traces):
         raise UsageError(f"{traces} is not a trace set: nothing to keep runs from")
     released = json.loads(release.MANIFEST.read_text()) if release.MANIFEST.is_file() else {}
