@@ -187,20 +187,19 @@ def out_of_sample_page(table: pd.DataFrame, command: str, stamp: str,
         "## Unseen bugs beside the bugs the detectors were tuned on", "",
         markdown(side_by_side(board_seen, board_unseen)), "",
     ]
-    if len(per_release) > 1:
-        lines += ["## The unseen bugs by the release they joined", "",
-                  "Each release's bugs alone (with the healthy variants), scored by the same "
-                  "rules: the later the release, the further its bugs from what the detectors "
-                  "were tuned on.", "",
-                  markdown(suite_rows("release", per_release)), ""]
     on_models = {name: leaderboard(runs) for name, runs in by_model(seen).items()
                  if (runs["run_role"] != "clean").any()}
-    if len(on_models) > 1:
-        lines += ["## The tuned-on bugs on a model the detectors never saw", "",
-                  "The same mistakes the detectors were tuned on, planted in a model that did "
-                  "not exist when they were (each side with its own models' healthy variants): "
-                  "how much of the tuned-on figure holds on a new model.", "",
-                  markdown(suite_rows("models", on_models)), ""]
+    for title, note, key, boards in (
+            ("The unseen bugs by the release they joined",
+             "Each release's bugs alone (with the healthy variants), scored by the same rules: "
+             "the later the release, the further its bugs from what the detectors were tuned "
+             "on.", "release", per_release),
+            ("The tuned-on bugs on a model the detectors never saw",
+             "The same mistakes the detectors were tuned on, planted in a model that did not "
+             "exist when they were (each side with its own models' healthy variants): how much "
+             "of the tuned-on figure holds on a new model.", "models", on_models)):
+        if len(boards) > 1:
+            lines += [f"## {title}", "", note, "", markdown(suite_rows(key, boards)), ""]
     for name in SUITES:
         bugs = per_bug(unseen, name)
         if bugs.empty:  # a suite these detectors do not form
