@@ -217,6 +217,14 @@ def test_the_language_model_is_quoted_as_measured():
     new = split.loc["joined 1.2", "suite: built-ins"]
     assert (f"on the {int(new['bugs'])} silent bugs 1.2 added with the causal LM it scores "
             f"{interval(new, 'score')}, recall {interval(new, 'recall')}") in text
+    page = (RESULTS / "out_of_sample.md").read_text()
+    rows = dict(re.findall(r"^\| (the models they were tuned on|models that joined later \(gpt\)) "
+                           r"\| suite: built-ins \| (\d+ \(\d+\) \| [^|]+) \|", page, re.M))
+    (bugs, score), (_, tuned) = (rows[k].split(" | ") for k in (
+        "models that joined later (gpt)", "the models they were tuned on"))
+    count, pairs = bugs.replace("(", "").replace(")", "").split()
+    assert (f"it catches as well as on the models it was tuned on: {score} over {count} bugs "
+            f"({pairs} pairs), against {tuned}") in text
 
 
 def test_quoted_validity_figures_match_committed_results():
@@ -302,7 +310,7 @@ def test_where_the_time_goes_is_the_published_runs_wall_time():
 def test_the_suites_misses_and_false_alarms_are_the_published_outcomes():
     """Every count the misses section quotes is the suite's outcomes on the published runs."""
     from bugzoo.judge.outcomes import with_suites
-    from bugzoo.judge.scoring import silent
+    from bugzoo.judge.scoring import apart_kind, silent
 
     table = silent(with_suites(pd.read_parquet(RESULTS / "outcomes.parquet")))
     suite = table[table["detector"] == "suite: built-ins"]
@@ -313,6 +321,13 @@ def test_the_suites_misses_and_false_alarms_are_the_published_outcomes():
     assert f"misses **{len(missed)} of {len(buggy)}** buggy runs" in section
     for scenario, n in missed.groupby("scenario").size().items():
         assert f"`{scenario}` ({n})" in section, scenario
+    everything = with_suites(pd.read_parquet(RESULTS / "outcomes.parquet"))
+    visible = everything[(apart_kind(everything) == "visible")
+                         & (everything["detector"] == "suite: built-ins")
+                         & (everything["run_role"] == "buggy")]
+    unseen = visible[visible["outcome"] == "miss"]
+    assert f"it misses {len(unseen)} of {len(visible)} buggy runs" in section
+    assert all(f"`{scenario}`" in section for scenario in unseen["scenario"].unique())
     members = table[(table["role"] == "heuristic") & (table["outcome"] == "false_alarm")]
     for runs, quoted in ((twins, f"alarms on **{{}} of {len(twins)}** twins"),
                          (healthy, f"it alarms on **{{}} of {len(healthy)}** runs")):
