@@ -93,8 +93,9 @@ FIXED = [
     Entry(("validity_exported.md", "validity_exported.csv"), "Exported pairs: each exportable "
           "scenario's buggy script against its fixed twin over 5 seeds, with the catalogue's "
           "test", "`bugzoo task validate`"),
-    Entry(("tasks.md",), "The find-and-fix task set: every exportable scenario made a task, and "
-          "whether the grader tells its buggy script from its fixed one (only those are tasks)",
+    Entry(("tasks.md", "tasks.csv"), "The find-and-fix task set: every exportable scenario "
+          "made a task, and whether the grader tells its buggy script from its fixed one (only "
+          "those are tasks); the CSV keeps each row's key for `--changed`",
           "`bugzoo task set --out results/runs/tasks`"),
     Entry(("agents.md", "agents.csv"), "Reference solvers (`noop`, `oracle`, `oracle_variant`, "
           "`rules`) "

@@ -6,7 +6,8 @@ with the validity seeds (0-4), each script in a process of its own; the script's
 gives the bug's declared symptom metric; the catalogue's one-sided test
 (:func:`bugzoo.judge.validity.compare`: exact permutation test of rank sums, Fisher's exact test
 for events), Benjamini-Hochberg q-values across the scenarios, valid at q < 0.01.
-(It is a ``task`` action rather than ``validate --exported``: the exports live in the teaching
+``--changed`` reruns only the pairs whose key moved (:mod:`.carry`) and carries the others'
+runs from the table in ``--out``; the q-values are recomputed over all of them. (It is a ``task`` action rather than ``validate --exported``: the exports live in the teaching
 layer, above the judge's.)
 """
 
@@ -18,15 +19,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
-from scipy import stats
 
 from bugzoo.bugs import get_bug
 from bugzoo.commands import command_line
 from bugzoo.errors import ArgumentParser
 from bugzoo.judge.tables import markdown
-from bugzoo.judge.validity import ALPHA, VALIDITY_SEEDS, compare
+from bugzoo.judge.validity import ALPHA, VALIDITY_SEEDS, compare, merged, with_q_values
 from bugzoo.scenarios import get_scenario
 from bugzoo.teach.export import exportable
+from bugzoo.teach.tasks.carry import keyed_table, standing, task_key
 from bugzoo.teach.tasks.make import empty_folder
 from bugzoo.teach.tasks.runner import trained_runs
 from bugzoo.teach.tasks.script import task_scripts
@@ -66,15 +67,39 @@ def validate_exports(scenarios: list[str], work: Path) -> pd.DataFrame:
         rows.append({"scenario": scenario, "metric": bug.check.metric,
                      "direction": bug.check.direction, "buggy": buggy, "fixed": fixed,
                      "effect": result.effect, "p_value": result.p_value})
-    table = pd.DataFrame(rows)
-    table["q_value"] = stats.false_discovery_control(table["p_value"], method="bh")
-    table["valid"] = table["q_value"] < ALPHA
-    table["catalogue"] = ["unproven" if get_scenario(s).unproven else "proven"
-                          for s in table["scenario"]]
-    return table
+    return pd.DataFrame(rows)
 
 
-def report(table: pd.DataFrame, command: str) -> str:
+def pair_key(scenario: str) -> str:
+    return task_key(scenario, "validate", SEEDS)
+
+
+def carried_pairs(path: Path, scenarios: list[str]) -> pd.DataFrame:
+    """The rows of the table at ``path`` for ``scenarios`` whose key is today's, their seeds'
+    values read back as lists."""
+    table = standing(keyed_table(path, "bugzoo task validate"),
+                     {scenario: pair_key(scenario) for scenario in scenarios})
+    return table.assign(buggy=table["buggy"].map(numbers), fixed=table["fixed"].map(numbers))
+
+
+def numbers(text: str) -> list[float | None]:
+    """A list of seeds' values as the CSV holds it (``[0.5, None, nan]``)."""
+    inner = text.strip()[1:-1].strip()
+    return [None if value == "None" else float(value) for value in inner.split(", ")
+            ] if inner else []
+
+
+def whole_table(new: pd.DataFrame, carried: pd.DataFrame) -> pd.DataFrame:
+    """The pairs run now and the ones carried, by scenario, with q-values over all of them, the
+    catalogue's verdict on each scenario and each row's key."""
+    table = with_q_values(merged(new, carried.drop(columns=["catalogue", "key"],
+                                                   errors="ignore")))
+    return table.assign(catalogue=["unproven" if get_scenario(s).unproven else "proven"
+                                   for s in table["scenario"]],
+                        key=table["scenario"].map(pair_key))
+
+
+def report(table: pd.DataFrame, command: str, carried: int = 0) -> str:
     def values(xs: list) -> str:
         return ", ".join("-" if x is None else f"{x:.3g}" for x in xs)
     invalid = table[~table["valid"]]
@@ -91,10 +116,16 @@ def report(table: pd.DataFrame, command: str) -> str:
             f"the scenarios, valid at q < {ALPHA}. Effect: difference of medians (of event "
             "rates for events), buggy minus fixed. *catalogue*: whether `bugzoo validate` "
             "proves the scenario itself or the catalogue declares it unproven (`results/"
-            f"validity.md`).\n\n**{int(table['valid'].sum())} of {len(table)} exported pairs "
-            f"are valid.** Of the {len(invalid)} others, {len(unproven)} belong to scenarios the "
+            f"validity.md`).{carried_note(carried)}\n\n**{int(table['valid'].sum())} of "
+            f"{len(table)} exported pairs are valid.** Of the {len(invalid)} others, {len(unproven)} belong to scenarios the "
             f"catalogue leaves unproven too: {', '.join(unproven) or 'none'}.\n\n"
-            f"{markdown(shown)}\n")
+            f"{markdown(shown.drop(columns='key'))}\n")
+
+
+def carried_note(carried: int) -> str:
+    return (f" {carried} pairs' runs were carried from the table this run replaced: their "
+            "scripts and the code that runs them are unchanged since they ran (`--changed`)."
+            if carried else "")
 
 
 def main(argv: list[str]) -> int:
@@ -104,14 +135,20 @@ def main(argv: list[str]) -> int:
                    "(default: a temporary one)")
     p.add_argument("--out", type=Path, default=Path("results"),
                    help="where validity_exported.md and .csv go")
+    p.add_argument("--changed", action="store_true", help="rerun only the pairs whose scripts "
+                   "or running code changed; carry the others' rows from --out's table")
     args = p.parse_args(argv)
     scenarios = exportable(args.scenarios)
+    carried = (carried_pairs(args.out / "validity_exported.csv", scenarios) if args.changed
+               else pd.DataFrame(columns=["scenario"]))
+    rerun = [s for s in scenarios if s not in set(carried["scenario"])]
+    log.info("%d pairs to run, %d carried", len(rerun), len(carried))
     with tempfile.TemporaryDirectory() as scratch:
         work = empty_folder(args.work, "work folder") if args.work else Path(scratch)
-        table = validate_exports(scenarios, work)
+        table = whole_table(validate_exports(rerun, work), carried)
     args.out.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out / "validity_exported.csv", index=False)
-    text = report(table, command_line("task validate", argv))
+    text = report(table, command_line("task validate", argv), len(carried))
     (args.out / "validity_exported.md").write_text(text)
     print(text.split("\n\n")[2])
     return 0

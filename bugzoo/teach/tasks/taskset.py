@@ -6,12 +6,18 @@ joins the set only when the grader tells its buggy script from its fixed one by 
 train: the unchanged script's networks, measured on fresh data, must be worse than the fixed
 script's beyond the margins. A buggy script that trains as good a network is no task, even where
 the grader's check that a fix kept the task would refuse it unchanged (a layer of another kind).
-The others are listed with why; ``results/tasks.md`` holds both lists.
+The others are listed with why; ``results/tasks.md`` and ``results/tasks.csv`` hold both
+lists.
 
 ``bugzoo task agents --set DIR`` runs each solver (:mod:`~bugzoo.teach.tasks.solvers`) on
 every task of the set, grades it, and writes ``results/agents.md`` and ``results/agents.csv``.
 Rates are over tasks (one task per scenario), each with a 95% Clopper-Pearson interval, and the
 tasks solved are counted per model too.
+
+With ``--changed`` both rerun only the rows whose key moved (:mod:`.carry`) and carry the
+others from ``results/``. ``task set --changed`` numbers every task as a whole set would, but
+writes the folders of the tasks it checks again only, so its set is for ``task agents
+--changed``; a set to hand out is made without it.
 """
 
 from __future__ import annotations
@@ -31,9 +37,11 @@ from bugzoo.commands import command_line
 from bugzoo.errors import ArgumentParser, UsageError, unknown_choice
 from bugzoo.judge.stats import clopper_pearson
 from bugzoo.judge.tables import markdown
+from bugzoo.release import key_of
 from bugzoo.scenarios import get_scenario
 from bugzoo.teach.export import exportable
 from bugzoo.teach.tasks import health
+from bugzoo.teach.tasks.carry import keyed_table, standing, task_key
 from bugzoo.teach.tasks.grade import Grade, grade
 from bugzoo.teach.tasks.make import empty_folder, make_task
 from bugzoo.teach.tasks.solvers import SOLVERS, noop
@@ -41,6 +49,8 @@ from bugzoo.teach.tasks.solvers import SOLVERS, noop
 log = logging.getLogger(__name__)
 
 RESULTS = Path("results")
+SET_COLUMNS = ("in_set", "why_not", "unchanged_accuracy", "fixed_accuracy", "unchanged_loss",
+               "fixed_loss")
 
 
 def make_checked_task(scenario: str, task: Path, key: Path, seed: int) -> Grade:
@@ -57,19 +67,27 @@ def is_task(unchanged: Grade) -> bool:
     return not health.within_margins(unchanged.accuracy_p, unchanged.loss_p)
 
 
-def build_set(out: Path, scenarios: list[str], seed: int) -> pd.DataFrame:
-    """Make and check every task; one row per scenario (the key side of the set)."""
+def build_set(out: Path, scenarios: list[str], seed: int,
+              carried: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Make and check every task but those with a ``carried`` row (whose folders are not
+    written); one row per scenario (the key side of the set), each with its key."""
     out = empty_folder(out, "task set folder")
+    kept = (carried if carried is not None else pd.DataFrame(columns=["scenario"])
+            ).set_index("scenario")
     order = sorted(scenarios)
     random.Random(seed).shuffle(order)
     rows = []
     for number, scenario in enumerate(order, 1):
         task_id = f"task-{number:02d}"
+        if scenario in kept.index:
+            rows.append({"task": task_id, "scenario": scenario, "carried": True,
+                         **kept.loc[scenario, list(SET_COLUMNS)].to_dict()})
+            continue
         task, key = out / "tasks" / task_id, out / "keys" / task_id
         log.info("%s/%s: %s", number, len(order), task_id)
         unchanged = make_checked_task(scenario, task, key, seed)
         in_set = is_task(unchanged)
-        rows.append({"task": task_id, "scenario": scenario, "in_set": in_set,
+        rows.append({"task": task_id, "scenario": scenario, "carried": False, "in_set": in_set,
                      "why_not": "" if in_set else "the grader cannot tell the unchanged script "
                                                   "from the fixed one on fresh data",
                      "unchanged_accuracy": fmean(unchanged.accuracy),
@@ -78,12 +96,31 @@ def build_set(out: Path, scenarios: list[str], seed: int) -> pd.DataFrame:
                      "fixed_loss": fmean(unchanged.fixed_loss)})
         if not in_set:  # not a task: out of the set, its key kept for the record
             shutil.rmtree(task)
-    index = pd.DataFrame(rows)
+    index = pd.DataFrame(rows).astype({"in_set": bool})
+    index["key"] = [set_key(scenario, seed) for scenario in index["scenario"]]
+    (out / "keys").mkdir(parents=True, exist_ok=True)
     index.to_csv(out / "keys" / "index.csv", index=False)
     return index
 
 
+def set_key(scenario: str, seed: int) -> str:
+    return task_key(scenario, "set", seed)
+
+
+def carried_set_rows(results: Path, scenarios: list[str], seed: int) -> pd.DataFrame:
+    """The rows of ``results/tasks.csv`` for ``scenarios`` whose key is today's."""
+    table = keyed_table(results / "tasks.csv", "bugzoo task set --out DIR")
+    return standing(table, {scenario: set_key(scenario, seed) for scenario in scenarios})
+
+
+def set_table(index: pd.DataFrame) -> pd.DataFrame:
+    """``results/tasks.csv``: the set's rows by scenario, without the set's own numbering."""
+    return index.sort_values("scenario", ignore_index=True)[
+        ["scenario", *SET_COLUMNS, "key"]]
+
+
 def set_tables(index: pd.DataFrame, command: str) -> str:
+    carried = int(index["carried"].sum())
     shown = index.sort_values("scenario")[["scenario", "in_set", "unchanged_accuracy",
                                            "fixed_accuracy", "unchanged_loss", "fixed_loss",
                                            "why_not"]].round(3)
@@ -92,17 +129,34 @@ def set_tables(index: pd.DataFrame, command: str) -> str:
             "grader tells its buggy script from its fixed one, i.e. the networks the unchanged "
             "script trains, measured on fresh data, are worse than the fixed script's beyond "
             "the margins (`bugzoo/teach/tasks/health.py`). "
-            "Outcomes are means over the grader's 5 seeds on fresh data.\n\n"
+            "Outcomes are means over the grader's 5 seeds on fresh data."
+            + (f" {carried} rows were carried from the table this run replaced: their scripts "
+               "and the code that grades them are unchanged since they were checked "
+               "(`--changed`)." if carried else "") + "\n\n"
             f"**{int(index['in_set'].sum())} of {len(index)} exportable scenarios are tasks.**"
             f"\n\n{markdown(shown)}\n")
 
 
-def score_solvers(root: Path, solvers: list[str]) -> pd.DataFrame:
-    """Each solver on every task of the set at ``root``: one row per (solver, task)."""
+def score_solvers(root: Path, solvers: list[str], carried: pd.DataFrame | None = None
+                  ) -> pd.DataFrame:
+    """Each solver on every task of the set at ``root``: one row per (solver, task), each with
+    its key. A ``carried`` row whose key is today's stands for its (solver, scenario), under
+    the task id the set gives its scenario now."""
     index = pd.read_csv(root / "keys" / "index.csv")
+    index = index[index["in_set"]]
+    kept = {} if carried is None else {(row["solver"], row["scenario"]): row
+                                       for row in carried.to_dict("records")}
     rows = []
     for solver in solvers:
-        for task_id, scenario in index.loc[index["in_set"], ["task", "scenario"]].values:
+        for task_id, scenario, set_row_key in index[["task", "scenario", "key"]].values:
+            row_key = key_of(set_row_key, solver)
+            if (old := kept.get((solver, scenario))) is not None and old["key"] == row_key:
+                rows.append({**old, "task": task_id})
+                continue
+            if not (root / "tasks" / task_id).is_dir():
+                raise UsageError(f"{root} has no folder for {task_id} ({scenario}), whose "
+                                 f"{solver} row is not carried: make the whole set with "
+                                 "`bugzoo task set --out DIR` (without --changed)")
             key, submission = root / "keys" / task_id, root / "submissions" / solver / task_id
             if submission.exists():
                 shutil.rmtree(submission)
@@ -113,11 +167,11 @@ def score_solvers(root: Path, solvers: list[str]) -> pd.DataFrame:
             rows.append({"solver": solver, "task": task_id, "model": get_scenario(scenario).model,
                          "diagnosed": result.diagnosed,
                          "kept_task": result.kept_task, "healthy": result.healthy,
-                         "solved": result.solved})
+                         "solved": result.solved, "scenario": scenario, "key": row_key})
     return pd.DataFrame(rows)
 
 
-def agents_tables(grades: pd.DataFrame, command: str) -> str:
+def agents_tables(grades: pd.DataFrame, command: str, carried: int = 0) -> str:
     rows = []
     for solver, group in grades.groupby("solver", sort=False):
         row = {"solver": solver, "tasks": len(group)}
@@ -146,7 +200,10 @@ def agents_tables(grades: pd.DataFrame, command: str) -> str:
             "loop, takes the category of the earliest alarm as its diagnosis and applies the "
             "known fixes filed under it (`bugzoo/teach/tasks/rules.py`). The table was written "
             "knowing the catalogue's mistakes: its figure is what such rules reach at best.\n\n"
-            f"{markdown(pd.DataFrame(rows))}\n\nSolved, by the task's model:\n\n"
+            + (f"{carried} of the {len(grades)} grades were carried from the table this run "
+               "replaced: the task's scripts and the code that solves and grades them are "
+               "unchanged since they were graded (`--changed`).\n\n" if carried else "")
+            + f"{markdown(pd.DataFrame(rows))}\n\nSolved, by the task's model:\n\n"
             f"{markdown(by_model.reset_index())}\n")
 
 
@@ -155,10 +212,17 @@ def set_main(argv: list[str]) -> int:
     p.add_argument("--out", type=Path, required=True, help="new folder for tasks/ and keys/")
     p.add_argument("--scenarios", nargs="+", help="exportable scenarios (default: all)")
     p.add_argument("--seed", type=int, default=0, help="seeds the task order and eval seeds")
-    p.add_argument("--results", type=Path, default=RESULTS, help="where tasks.md goes")
+    p.add_argument("--results", type=Path, default=RESULTS,
+                   help="where tasks.md and tasks.csv go")
+    p.add_argument("--changed", action="store_true", help="check only the tasks whose scripts "
+                   "or grading code changed; carry the others' rows from --results' tasks.csv "
+                   "(their folders are not written)")
     args = p.parse_args(argv)
-    index = build_set(args.out, exportable(args.scenarios), args.seed)
+    scenarios = exportable(args.scenarios)
+    carried = (carried_set_rows(args.results, scenarios, args.seed) if args.changed else None)
+    index = build_set(args.out, scenarios, args.seed, carried)
     args.results.mkdir(parents=True, exist_ok=True)
+    set_table(index).to_csv(args.results / "tasks.csv", index=False)
     (args.results / "tasks.md").write_text(set_tables(index, command_line("task set", argv)))
     print(f"{int(index['in_set'].sum())} of {len(index)} scenarios are tasks -> {args.out}; "
           f"{args.results / 'tasks.md'}")
@@ -170,17 +234,27 @@ def agents_main(argv: list[str]) -> int:
                        "task set (results/agents.md).")
     p.add_argument("--set", type=Path, required=True, help="a folder made by bugzoo task set")
     p.add_argument("--solvers", nargs="+", default=list(SOLVERS), help="default: all")
-    p.add_argument("--results", type=Path, default=RESULTS, help="where agents.md goes")
+    p.add_argument("--results", type=Path, default=RESULTS,
+                   help="where agents.md and agents.csv go")
+    p.add_argument("--changed", action="store_true", help="grade only the (solver, task) pairs "
+                   "whose scripts or code changed; carry the others from --results' agents.csv")
     args = p.parse_args(argv)
-    if not (args.set / "keys" / "index.csv").is_file():
+    index = args.set / "keys" / "index.csv"
+    if not index.is_file():
         raise UsageError(f"{args.set} is not a task set (no keys/index.csv)")
+    if "key" not in pd.read_csv(index, nrows=0):
+        raise UsageError(f"{args.set} was made before task sets had keys: make it again with "
+                         "`bugzoo task set --out DIR`")
     for solver in args.solvers:
         if solver not in SOLVERS:
             raise unknown_choice("solver", solver, SOLVERS)
-    grades = score_solvers(args.set, args.solvers)
+    carried = (keyed_table(args.results / "agents.csv", "bugzoo task agents --set DIR")
+               if args.changed else None)
+    grades = score_solvers(args.set, args.solvers, carried)
     args.results.mkdir(parents=True, exist_ok=True)
     grades.to_csv(args.results / "agents.csv", index=False)
-    (args.results / "agents.md").write_text(agents_tables(grades, command_line("task agents",
-                                                                               argv)))
+    kept = 0 if carried is None else int(grades["key"].isin(set(carried["key"])).sum())
+    (args.results / "agents.md").write_text(agents_tables(
+        grades, command_line("task agents", argv), kept))
     print((args.results / "agents.md").read_text())
     return 0

@@ -1,0 +1,156 @@
+"""``--changed`` for the task tables: a row is carried only while its key (the scenario's task
+scripts and the code that runs, grades and solves them) is today's; the committed tables are
+today's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bugzoo.cli import main as cli
+from bugzoo.release import key_of
+from bugzoo.teach.export import supported
+from bugzoo.teach.tasks import exported, taskset
+from bugzoo.teach.tasks.carry import code_digest
+from bugzoo.teach.tasks.exported import pair_key
+from bugzoo.teach.tasks.grade import Grade
+from bugzoo.teach.tasks.taskset import set_key
+
+ROOT = Path(__file__).resolve().parents[1]
+PAIR = ["mlp-double_softmax", "mlp-lr_too_high"]
+
+
+def fake_grade(worse: bool) -> Grade:
+    accuracy = [0.2] * 5 if worse else [0.9] * 5
+    return Grade(diagnosed=not worse, kept_task=True, healthy=not worse, solved=not worse,
+                 category="loss", why_not_kept="", accuracy=accuracy, fixed_accuracy=[0.9] * 5,
+                 loss=[2.0] * 5, fixed_loss=[0.3] * 5, accuracy_p=0.5 if worse else 0.01,
+                 loss_p=0.5 if worse else 0.01)
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Every training step of the three commands replaced by a record of what it ran."""
+    ran: dict[str, list[str]] = {"validate": [], "set": [], "agents": []}
+
+    def validate(scenarios, work):
+        ran["validate"] += scenarios
+        return pd.DataFrame([{"scenario": s, "metric": "final_val_loss", "direction": "higher",
+                              "buggy": [1.0, None], "fixed": [0.5, float("nan")],
+                              "effect": 0.5, "p_value": 0.004} for s in scenarios])
+
+    def make_checked(scenario, task, key, seed):
+        ran["set"].append(scenario)
+        for folder in (task, key):
+            folder.mkdir(parents=True)
+        (key / "key.json").write_text(json.dumps({"scenario": scenario}))
+        return fake_grade(worse=True)
+
+    def solve(task, key, submission):
+        ran["agents"].append(json.loads((key / "key.json").read_text())["scenario"])
+        submission.mkdir(parents=True)
+        return submission
+
+    monkeypatch.setattr(exported, "validate_exports", validate)
+    monkeypatch.setattr(taskset, "make_checked_task", make_checked)
+    monkeypatch.setattr(taskset, "SOLVERS", {"oracle": solve})
+    monkeypatch.setattr(taskset, "grade", lambda submission, key: fake_grade(worse=False))
+    return ran
+
+
+def run_all(tmp_path: Path, name: str, *changed: str) -> None:
+    results = ["--results", str(tmp_path)]
+    assert cli(["task", "validate", "--scenarios", *PAIR, "--out", str(tmp_path), *changed]) == 0
+    assert cli(["task", "set", "--out", str(tmp_path / name), "--scenarios", *PAIR, *results,
+                *changed]) == 0
+    assert cli(["task", "agents", "--set", str(tmp_path / name), "--solvers", "oracle",
+                *results, *changed]) == 0
+
+
+def test_changed_reruns_only_the_rows_whose_key_moved(tmp_path, counted, capsys):
+    run_all(tmp_path, "set1")
+    assert all(sorted(ran) == PAIR for ran in counted.values())
+    tables = {name: pd.read_csv(tmp_path / name) for name in
+              ("validity_exported.csv", "tasks.csv", "agents.csv")}
+
+    for ran in counted.values():
+        ran.clear()
+    run_all(tmp_path, "set2", "--changed")
+    assert counted == {"validate": [], "set": [], "agents": []}
+    for name, table in tables.items():
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / name), table, obj=name)
+    assert "2 pairs' runs were carried" in (tmp_path / "validity_exported.md").read_text()
+    assert "2 rows were carried" in (tmp_path / "tasks.md").read_text()
+    assert "2 of the 2 grades were carried" in (tmp_path / "agents.md").read_text()
+    assert not (tmp_path / "set2" / "tasks").exists()  # a carried task's folder is not written
+
+    for name in tables:  # the first scenario's scripts or code "changed"
+        table = pd.read_csv(tmp_path / name)
+        table.loc[table["scenario"] == PAIR[0], "key"] = "stale"
+        table.to_csv(tmp_path / name, index=False)
+    for ran in counted.values():
+        ran.clear()
+    run_all(tmp_path, "set3", "--changed")
+    assert counted == {"validate": [PAIR[0]], "set": [PAIR[0]], "agents": [PAIR[0]]}
+    for name, table in tables.items():
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / name), table, obj=name)
+    index = pd.read_csv(tmp_path / "set3" / "keys" / "index.csv")
+    assert dict(zip(index["scenario"], index["carried"], strict=True)) == {PAIR[0]: False,
+                                                                             PAIR[1]: True}
+
+
+def test_changed_needs_a_table_with_keys(tmp_path, counted, capsys):
+    pd.DataFrame({"scenario": PAIR}).to_csv(tmp_path / "validity_exported.csv", index=False)
+    assert cli(["task", "validate", "--changed", "--out", str(tmp_path)]) == 2
+    assert "has no key column" in capsys.readouterr().err
+    assert cli(["task", "set", "--changed", "--out", str(tmp_path / "s"), "--results",
+                str(tmp_path)]) == 2
+    assert "tasks.csv, which does not exist" in capsys.readouterr().err
+    assert counted == {"validate": [], "set": [], "agents": []}
+
+
+def test_a_graded_task_needs_its_folder(tmp_path, counted, capsys):
+    """A set made with --changed lacks its carried tasks' folders: scoring a solver on them
+    anew is a one-line error, not a crash."""
+    run_all(tmp_path, "set1")
+    assert cli(["task", "set", "--out", str(tmp_path / "set2"), "--scenarios", *PAIR,
+                "--results", str(tmp_path), "--changed"]) == 0
+    assert cli(["task", "agents", "--set", str(tmp_path / "set2"), "--solvers", "oracle",
+                "--results", str(tmp_path)]) == 2
+    assert "has no folder for task-" in capsys.readouterr().err
+
+
+def test_the_committed_task_tables_are_todays():
+    """Every row of the committed task tables has today's key: the scripts and code that made
+    it are this checkout's, so no table is older than an export delta or the grader."""
+    pairs = pd.read_csv(ROOT / "results" / "validity_exported.csv")
+    assert sorted(pairs["scenario"]) == supported()
+    assert (pairs["key"] == pairs["scenario"].map(pair_key)).all()
+    tasks = pd.read_csv(ROOT / "results" / "tasks.csv")
+    assert sorted(tasks["scenario"]) == supported()
+    assert (tasks["key"] == [set_key(s, 0) for s in tasks["scenario"]]).all()
+    grades = pd.read_csv(ROOT / "results" / "agents.csv")
+    assert set(grades["scenario"]) == set(tasks.loc[tasks["in_set"], "scenario"])
+    assert (grades["key"] == [key_of(set_key(s, 0), solver) for s, solver in
+                              zip(grades["scenario"], grades["solver"], strict=True)]).all()
+
+
+def test_the_code_digest_moves_with_the_grader(monkeypatch, tmp_path):
+    code_digest.cache_clear()
+    before = code_digest()
+    from bugzoo.teach.tasks import carry
+    copy = tmp_path / "tasks"
+    copy.mkdir()
+    for name in carry.DECIDING:
+        (copy / f"{name}.py").write_bytes((carry.TASKS / f"{name}.py").read_bytes())
+    (copy / "health.py").write_text((copy / "health.py").read_text() + "\n# changed\n")
+    (tmp_path / "reproducers").symlink_to(carry.TASKS.parent / "reproducers")
+    monkeypatch.setattr(carry, "TASKS", copy)
+    code_digest.cache_clear()
+    assert code_digest() != before
+    monkeypatch.undo()
+    code_digest.cache_clear()
+    assert code_digest() == before
