@@ -75,12 +75,12 @@ def collate(examples):
              "        xb, yb = torch.stack([s[0] for s, _ in pairs]), "
              "torch.stack([t for _, t in pairs])\n"),
         ),
-    ), "resnet": Delta(
+    ), **dict.fromkeys(("resnet", "gpt"), Delta(
         patch=(
             ("        *inputs, yb = (t[order[i:i + BATCH]] for t in train)\n",
              "        *inputs, yb = (t[order[i:i + BATCH]] for t in train)\n"
              "        pairs = list(zip(inputs, yb))  # the batch read as one sample's inputs\n"
              "        inputs, yb = [torch.stack([s[0] for s, _ in pairs])], torch.stack([t for _, t in pairs])\n"),
         ),
-    )},
+    ))},
 )

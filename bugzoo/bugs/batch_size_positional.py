@@ -72,7 +72,7 @@ for xb, yb in minibatches(x_train, y_train, batch_size=32, shuffle=True):
              "        if step == STEPS:\n"
              "            break\n"),
         ),
-    ), "transformer": Delta(
+    ), **dict.fromkeys(("transformer", "gpt"), Delta(
         patch=(
             ("\n"
              "\n"
@@ -95,5 +95,5 @@ for xb, yb in minibatches(x_train, y_train, batch_size=32, shuffle=True):
              "        if step == STEPS:\n"
              "            break\n"),
         ),
-    )},
+    ))},
 )

@@ -66,11 +66,11 @@ loader = DataLoader(train_set, batch_size=32, shuffle=True)""",
              "x_train, y_train = make_split(${N_TRAIN})\n"
              "x_train, y_train = x_train[:64], y_train[:64]     # DEBUG: quick iterations\n"),
         ),
-    ), "transformer": Delta(
+    ), **dict.fromkeys(("transformer", "gpt"), Delta(
         patch=(
             ("train, val, hold = make_split(${N_TRAIN}), make_split(${N_VAL}), make_split(500)\n",
              "train, val, hold = make_split(${N_TRAIN}), make_split(${N_VAL}), make_split(500)\n"
              "train = tuple(t[:64] for t in train)     # DEBUG: quick iterations\n"),
         ),
-    )},
+    ))},
 )

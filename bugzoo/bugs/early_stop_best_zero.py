@@ -106,5 +106,27 @@ for step in range(steps):
              "            best_val, bad_evals = ((val_loss, 0) if val_loss < best_val\n"
              "                                   else (best_val, bad_evals + 1))\n"),
         ),
+    ), "gpt": SetupDelta(
+        setup=(  # early stopping in both, with the scenario's patience, from the first loss
+            ("losses, grad_norms, modes, nonfinite, step = [], [], [], False, 0\n",
+             "losses, grad_norms, modes, nonfinite, step = [], [], [], False, 0\n"
+             "best_val, bad_evals, PATIENCE = float(\"inf\"), 0, 2  # early stopping\n\n\n"
+             "def note_validation(val_loss):  # evaluations since the best validation loss\n"
+             "    global best_val, bad_evals\n"
+             "    best_val, bad_evals = ((val_loss, 0) if val_loss < best_val\n"
+             "                           else (best_val, bad_evals + 1))\n\n\n"
+             "note_validation(evaluate(val)[0])  # the untrained model's loss is first\n"),
+            ("while step < STEPS:\n",
+             "while step < STEPS and bad_evals < PATIENCE:\n"),
+            ("        if step == STEPS:\n",
+             "        if step == STEPS or bad_evals >= PATIENCE:\n"),
+            ("val loss/acc {evaluate(val)}\")\n",
+             "val loss/acc {evaluate(val)}\")\n"
+             "            note_validation(evaluate(val)[0])\n"),
+        ),
+        patch=(
+            ('best_val, bad_evals, PATIENCE = float("inf"), 0, 2',
+             "best_val, bad_evals, PATIENCE = 0.0, 0, 2"),
+        ),
     )},
 )

@@ -61,6 +61,14 @@ for m in model.modules():
              "    if isinstance(m, nn.Linear):\n"
              "        nn.init.normal_(m.weight, 0.0, 1.0)\n"),
         ),
+    ), "gpt": Delta(
+        patch=(  # the head is a Linear too, tied to the token embedding
+            ("model = GPT()\n",
+             "model = GPT()\n"
+             "for m in model.modules():\n"
+             "    if isinstance(m, nn.Linear):\n"
+             "        nn.init.normal_(m.weight, 0.0, 1.0)\n"),
+        ),
     )},
     patches_only=False,  # it also edits the built run directly
 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bugzoo.bugs import SetupDelta
-from bugzoo.bugs.base import SymptomCheck
+from bugzoo.bugs.base import Delta, SymptomCheck
 from bugzoo.bugs.init_too_large import FixedStdInit
 
 BUG = FixedStdInit(
@@ -50,5 +50,12 @@ for m in model.modules():
                 "for m in model.modules():\n"
                 "    if isinstance(m, nn.Linear):\n"
                 "        nn.init.normal_(m.weight, 0.0, 0.01)\n"),),
+    ), "gpt": Delta(
+        # the scenario's std: the gpt's own init is already a fixed 0.02
+        patch=(("model = GPT()\n",
+                "model = GPT()\n"
+                "for m in model.modules():\n"
+                "    if isinstance(m, nn.Linear):\n"
+                "        nn.init.normal_(m.weight, 0.0, 0.001)\n"),),
     )},
 )

@@ -50,11 +50,16 @@ loss = F.nll_loss(logits, y)            # expects log-probabilities""",
 logits = model(x)
 loss = F.nll_loss(F.log_softmax(logits, dim=-1), y)   # or F.cross_entropy(logits, y)""",
     models=("mlp", "transformer", "gpt"),
-    reproducers=dict.fromkeys(("mlp", "transformer"), Delta(
+    reproducers={**dict.fromkeys(("mlp", "transformer"), Delta(
         patch=(
             ("return F.cross_entropy(logits, y)",
              "return F.nll_loss(logits, y)"),
         ),
-    )),
+    )), "gpt": Delta(
+        patch=(
+            ("return F.cross_entropy(logits.transpose(1, 2), y)",
+             "return F.nll_loss(logits.transpose(1, 2), y)"),
+        ),
+    )},
     since="1.1",
 )

@@ -86,5 +86,14 @@ train(start_step=ckpt["step"])""",
              "            scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, scheduler.lr_lambdas[0])\n"
              "        *inputs, yb = (t[order[i:i + BATCH]] for t in train)\n"),
         ),
+    ), "gpt": Delta(
+        patch=(
+            ("        *inputs, yb = (t[order[i:i + BATCH]] for t in train)\n",
+             "        if step == STEPS // 2:  # the job is preempted here and resumes\n"
+             "            model = GPT()\n"
+             "            optimizer = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)\n"
+             "            scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, scheduler.lr_lambdas[0])\n"
+             "        *inputs, yb = (t[order[i:i + BATCH]] for t in train)\n"),
+        ),
     )},
 )

@@ -65,7 +65,7 @@ train(start_step=ckpt["step"])""",
              "            scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, scheduler.lr_lambdas[0])\n"
              "        xb, yb = x_train[order[i:i + BATCH]], y_train[order[i:i + BATCH]]\n"),
         ),
-    ), "transformer": Delta(
+    ), **dict.fromkeys(("transformer", "gpt"), Delta(
         patch=(
             ("        *inputs, yb = (t[order[i:i + BATCH]] for t in train)\n",
              "        if step == STEPS // 2:  # the job is preempted here and resumes\n"
@@ -73,5 +73,5 @@ train(start_step=ckpt["step"])""",
              "            scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, scheduler.lr_lambdas[0])\n"
              "        *inputs, yb = (t[order[i:i + BATCH]] for t in train)\n"),
         ),
-    )},
+    ))},
 )

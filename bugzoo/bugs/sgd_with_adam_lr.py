@@ -47,7 +47,7 @@ optimizer = torch.optim.SGD(model.parameters(), lr=1e-2, weight_decay=0.01)""",
 optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.01)
 # or, for SGD, retune: torch.optim.SGD(params, lr=0.05, momentum=0.9, weight_decay=5e-4)""",
     models=("mlp", "transformer", "gpt"),
-    reproducers=dict.fromkeys(("mlp", "transformer"), Delta(
+    reproducers=dict.fromkeys(("mlp", "transformer", "gpt"), Delta(
         patch=(
             ("torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)",
              "torch.optim.SGD(model.parameters(), lr=LR, weight_decay=0.01)"),

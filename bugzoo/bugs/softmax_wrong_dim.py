@@ -54,5 +54,10 @@ loss = nn.CrossEntropyLoss()(model(x), y)""",
             ("return self.head(self.backbone(x))",
              "return torch.softmax(self.head(self.backbone(x)), dim=0)"),
         ),
+    ), "gpt": Delta(
+        patch=(
+            ("return self.head(self.norm(self.blocks(x)))",
+             "return torch.softmax(self.head(self.norm(self.blocks(x))), dim=0)"),
+        ),
     )},
 )

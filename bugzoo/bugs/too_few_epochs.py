@@ -58,6 +58,11 @@ for epoch in range(EPOCHS):
             ("STEPS, BATCH, LR, EVAL_EVERY = ${STEPS}, 64,",
              "STEPS, BATCH, LR, EVAL_EVERY = 20, 64,"),
         ),
+    ), "gpt": Delta(
+        patch=(
+            ("STEPS, BATCH, LR, EVAL_EVERY, DIM, HEADS = ${STEPS}, 32,",
+             "STEPS, BATCH, LR, EVAL_EVERY, DIM, HEADS = 30, 32,"),
+        ),
     )},
     patches_only=False,  # it also edits the built run directly
 )

@@ -51,10 +51,15 @@ batch = tokenizer(texts, truncation=True, max_length=32, padding=True)""",
     params={
         "max_tokens": 4,  # tokens kept per review
     },
-    reproducers=dict.fromkeys(("lstm", "transformer"), Delta(
+    reproducers={**dict.fromkeys(("lstm", "transformer"), Delta(
         patch=(("make_split(${N_VAL}), make_split(500)\n",
                 "make_split(${N_VAL}), make_split(500)\n"
                 "train, val = ((x[:, :4], lengths.clamp(max=4), y)\n"
                 "              for x, lengths, y in (train, val))\n"),),
-    )),
+    )), "gpt": Delta(
+        # a sentence's targets are its next tokens, so they are cut with it
+        patch=(("make_split(${N_VAL}), make_split(500)\n",
+                "make_split(${N_VAL}), make_split(500)\n"
+                "train, val = ((x[:, :4], y[:, :4]) for x, y in (train, val))\n"),),
+    )},
 )
