@@ -68,8 +68,8 @@ for step in range(steps):
     # the reproducer has no early stopping: the buggy script adds it with the wrong start (the
     # fixed script never stopping is what a correct tracker does there: the validation loss falls
     # at each of its 4 evaluations); patience 2, as in the scenarios
-    reproducers={"mlp": SetupDelta(
-        setup=(
+    reproducers={**{model: SetupDelta(
+        setup=(  # early stopping in both, with the scenario's patience, from the first loss
             ("losses, grad_norms, modes, nonfinite, step = [], [], [], False, 0\n",
              "losses, grad_norms, modes, nonfinite, step = [], [], [], False, 0\n"
              "best_val, bad_evals, PATIENCE = float(\"inf\"), 0, 2  # early stopping\n\n\n"
@@ -77,21 +77,25 @@ for step in range(steps):
              "    global best_val, bad_evals\n"
              "    best_val, bad_evals = ((val_loss, 0) if val_loss < best_val\n"
              "                           else (best_val, bad_evals + 1))\n\n\n"
-             "note_validation(evaluate(x_val, y_val)[0])  # the untrained model's loss is first\n"),
+             f"note_validation({validation}[0])  # the untrained model's loss is first\n"),
             ("while step < STEPS:\n",
              "while step < STEPS and bad_evals < PATIENCE:\n"),
             ("        if step == STEPS:\n",
              "        if step == STEPS or bad_evals >= PATIENCE:\n"),
-            ("val loss/acc {evaluate(x_val, y_val)}\")\n",
-             "val loss/acc {evaluate(x_val, y_val)}\")\n"
-             "            note_validation(evaluate(x_val, y_val)[0])\n"),
+            (f"val loss/acc {{{validation}}}\")\n",
+             f"val loss/acc {{{validation}}}\")\n"
+             f"            note_validation({validation}[0])\n"),
         ),
         patch=(
             ('best_val, bad_evals, PATIENCE = float("inf"), 0, 2',
              "best_val, bad_evals, PATIENCE = 0.0, 0, 2"),
         ),
-        settings={"SPREAD": 1.0, "STEPS": 400},  # overlapping blobs, a loss floor above 0
-    ), "lstm": Delta(
+        settings=settings,
+    ) for model, validation, settings in (
+        # the mlp's blobs overlap, so its loss has a floor above 0
+        ("mlp", "evaluate(x_val, y_val)", {"SPREAD": 1.0, "STEPS": 400}),
+        ("gpt", "evaluate(val)", {}),
+    )}, "lstm": Delta(
         patch=(
             ("losses, grad_norms, modes, nonfinite, step = [], [], [], False, 0\n",
              "losses, grad_norms, modes, nonfinite, step = [], [], [], False, 0\n"
@@ -105,28 +109,6 @@ for step in range(steps):
              "            val_loss = evaluate(val)[0]\n"
              "            best_val, bad_evals = ((val_loss, 0) if val_loss < best_val\n"
              "                                   else (best_val, bad_evals + 1))\n"),
-        ),
-    ), "gpt": SetupDelta(
-        setup=(  # early stopping in both, with the scenario's patience, from the first loss
-            ("losses, grad_norms, modes, nonfinite, step = [], [], [], False, 0\n",
-             "losses, grad_norms, modes, nonfinite, step = [], [], [], False, 0\n"
-             "best_val, bad_evals, PATIENCE = float(\"inf\"), 0, 2  # early stopping\n\n\n"
-             "def note_validation(val_loss):  # evaluations since the best validation loss\n"
-             "    global best_val, bad_evals\n"
-             "    best_val, bad_evals = ((val_loss, 0) if val_loss < best_val\n"
-             "                           else (best_val, bad_evals + 1))\n\n\n"
-             "note_validation(evaluate(val)[0])  # the untrained model's loss is first\n"),
-            ("while step < STEPS:\n",
-             "while step < STEPS and bad_evals < PATIENCE:\n"),
-            ("        if step == STEPS:\n",
-             "        if step == STEPS or bad_evals >= PATIENCE:\n"),
-            ("val loss/acc {evaluate(val)}\")\n",
-             "val loss/acc {evaluate(val)}\")\n"
-             "            note_validation(evaluate(val)[0])\n"),
-        ),
-        patch=(
-            ('best_val, bad_evals, PATIENCE = float("inf"), 0, 2',
-             "best_val, bad_evals, PATIENCE = 0.0, 0, 2"),
         ),
     )},
 )
