@@ -6,9 +6,10 @@ with the validity seeds (0-4), each script in a process of its own; the script's
 gives the bug's declared symptom metric; the catalogue's one-sided test
 (:func:`bugzoo.judge.validity.compare`: exact permutation test of rank sums, Fisher's exact test
 for events), Benjamini-Hochberg q-values across the scenarios, valid at q < 0.01.
-``--changed`` reruns only the pairs whose key moved (:mod:`.carry`) and carries the others'
-runs from the table in ``--out``; the q-values are recomputed over all of them. (It is a ``task`` action rather than ``validate --exported``: the exports live in the teaching
-layer, above the judge's.)
+``--changed`` reruns only the pairs whose key moved (:mod:`.carry`) and carries the others' runs
+from the table in ``--out``; the q-values are recomputed over all of them. (It is a ``task``
+action rather than ``validate --exported``: the exports live in the teaching layer, above the
+judge's.)
 """
 
 from __future__ import annotations
@@ -117,7 +118,8 @@ def report(table: pd.DataFrame, command: str, carried: int = 0) -> str:
             "rates for events), buggy minus fixed. *catalogue*: whether `bugzoo validate` "
             "proves the scenario itself or the catalogue declares it unproven (`results/"
             f"validity.md`).{carried_note(carried)}\n\n**{int(table['valid'].sum())} of "
-            f"{len(table)} exported pairs are valid.** Of the {len(invalid)} others, {len(unproven)} belong to scenarios the "
+            f"{len(table)} exported pairs are valid.** Of the {len(invalid)} others, "
+            f"{len(unproven)} belong to scenarios the "
             f"catalogue leaves unproven too: {', '.join(unproven) or 'none'}.\n\n"
             f"{markdown(shown.drop(columns='key'))}\n")
 
