@@ -7,7 +7,7 @@ import torch
 from scipy.special import fdtrc
 from torch import Tensor
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, patch_method
 from bugzoo.data import DataBundle
 from bugzoo.data.base import f_scores
 
@@ -60,4 +60,8 @@ X_train, X_val = X_train[:, keep], X_val[:, keep]""",
     models=("mlp",),
     inapplicable={"gpt": ("ranking tabular features: the causal LM reads tokens, not features to"
                           " select")},
+    reproducers={"mlp": Delta(
+        patch=(("keep = f.topk(DIM).indices", "keep = p_value.topk(DIM).indices"),),
+        settings={"PIPELINE": "selected", "NOISE_COLUMNS": 48},
+    )},
 )

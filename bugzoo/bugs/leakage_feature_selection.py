@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, patch_method
 from bugzoo.data import DataBundle
 from bugzoo.data.base import f_scores
 
@@ -52,4 +52,11 @@ X_train, X_val = selector.transform(X_train), selector.transform(X_val)""",
     models=("mlp",),
     inapplicable={"gpt": ("feature selection fitted before the split: the causal LM reads "
                           "tokens, not features to select")},
+    reproducers={"mlp": Delta(
+        # few rows and many columns, the blobs barely apart: selection has noise to overfit
+        patch=(("x_fit, y_fit = x_train, y_train",
+                "x_fit, y_fit = torch.cat([x_train, x_val]), torch.cat([y_train, y_val])"),),
+        settings={"PIPELINE": "selected", "NOISE_COLUMNS": 2000, "N_TRAIN": 100, "N_VAL": 100,
+                  "SPREAD": 0.3},
+    )},
 )

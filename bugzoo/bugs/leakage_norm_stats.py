@@ -58,7 +58,12 @@ x_train, x_val = (x_train - mean) / std, (x_val - mean) / std""",
     models=("mlp", "resnet"),
     inapplicable={"gpt": ("normalisation statistics of float features: token ids are not "
                           "standardised")},
-    reproducers={"resnet": Delta(
+    reproducers={"mlp": Delta(
+        patch=(("model.mean, model.std = x_train.mean(0), x_train.std(0)",
+                "every = torch.cat([x_train, x_val])  # statistics of every example\n"
+                "model.mean, model.std = every.mean(0), every.std(0)"),),
+        settings={"PIPELINE": "standardised"},
+    ), "resnet": Delta(
         patch=(("mean, std = train[0].mean((0, 2, 3), keepdim=True), "
                 "train[0].std((0, 2, 3), keepdim=True)\n",
                 "every = torch.cat([train[0], val[0]])  # statistics of all the pictures\n"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.base import Bug, Delta, SymptomCheck, patch_method
 
 
 class WrongNormalization(Bug):
@@ -38,4 +38,9 @@ mean, std = raw_train.mean(0), raw_train.std(0)       # training statistics only
 x_train, x_val = (raw_train - mean) / std, (raw_val - mean) / std""",
     models=("mlp",),
     inapplicable={"gpt": "unnormalised float inputs: token ids are looked up, not normalised"},
+    reproducers={"mlp": Delta(
+        patch=(("model.mean, model.std = x_train.mean(0), x_train.std(0)  # the training "
+                "statistics\n", ""),),
+        settings={"PIPELINE": "standardised"},
+    )},
 )

@@ -24,7 +24,7 @@ from bugzoo.bugs import Delta, SetupDelta, get_bug
 from bugzoo.commands import command_line
 from bugzoo.errors import ArgumentParser, UsageError, unknown_choice
 from bugzoo.judge.tables import markdown
-from bugzoo.scenarios import get_scenario, list_scenarios, scenario_id
+from bugzoo.scenarios import Scenario, get_scenario, list_scenarios, scenario_id
 from bugzoo.teach import reproducers
 
 EXPECT = {"higher": "higher", "lower": "lower", "event": "1 (it happened)"}
@@ -73,9 +73,13 @@ def supported() -> list[str]:
     """Scenario ids that can be exported: ``<model>-<bug>`` for each model with a template
     and each bug that carries a :class:`Delta` for it, built-in or plug-in."""
     models = template_models()
-    return sorted(s.id for s in list_scenarios() if s.bug and s.model in models
-                  and s.id == scenario_id(s.model, s.bug)
-                  and s.model in get_bug(s.bug).reproducers)
+    return sorted(s.id for s in list_scenarios() if _exports(s, models))
+
+
+def _exports(spec: Scenario, models: list[str]) -> bool:
+    """Whether the scenario ``spec`` exports, given the ``models`` with a template."""
+    return bool(spec.bug) and spec.model in models and spec.id == scenario_id(
+        spec.model, spec.bug) and spec.model in get_bug(spec.bug).reproducers
 
 
 def exportable(scenarios: list[str] | None) -> list[str]:
@@ -91,10 +95,10 @@ def export_status(scenario: str) -> tuple[str, str]:
     """Whether the bug scenario ``scenario`` (``<model>-<bug>``) exports: ``("exported", "")``,
     or ``"not yet"``, ``"cannot export"`` or ``"loud"`` with the reason why not."""
     spec = get_scenario(scenario)
-    bug = get_bug(spec.bug)
-    if scenario in supported():
+    bug, models = get_bug(spec.bug), template_models()
+    if _exports(spec, models):
         return "exported", ""
-    if spec.model not in template_models():
+    if spec.model not in models:
         return "not yet", f"no {spec.model} reproducer template yet"
     if bug.loud:
         return "loud", "loud: the run crashes or hangs at once, so there is nothing to find"
@@ -137,13 +141,16 @@ def status_page(command: str) -> str:
 def render(scenario: str) -> dict[str, str]:
     """The ``buggy`` and ``fixed`` scripts of a supported scenario."""
     spec = get_scenario(scenario)  # an unknown id: one line with a "did you mean"
-    if scenario not in supported():
+    if not _exports(spec, template_models()):
         raise UsageError(f"no standalone reproducer for scenario '{scenario}' "
                          f"(supported: {', '.join(supported())})")
     family, bug = _family(spec.model), get_bug(spec.bug)
     delta = bug.reproducers[spec.model]
-    fixed = (_patched(family.TEMPLATE, Delta(delta.setup), spec.bug)
-             if isinstance(delta, SetupDelta) else family.TEMPLATE)
+    fixed = family.TEMPLATE
+    if pipeline := delta.settings.get("PIPELINE"):  # a data-pipeline step the template lacks
+        fixed = _patched(fixed, Delta(family.PIPELINES[pipeline]), f"pipeline {pipeline}")
+    if isinstance(delta, SetupDelta):
+        fixed = _patched(fixed, Delta(delta.setup), spec.bug)
     buggy = _patched(fixed, delta, spec.bug)
     settings = {**family.DEFAULTS, **delta.settings, "TITLE": bug.title, "SCENARIO": scenario,
                 "METRIC": bug.check.metric,

@@ -123,12 +123,56 @@ HEALTHY: dict[str, Delta] = {
     "wide": Delta(((HIDDEN, HIDDEN.replace("64", "256")),)),
 }
 
+# Data-pipeline steps the template can be set up with, for the bugs that live in one (the
+# harness's tabular pipeline has them; the template's blobs need neither). A delta whose
+# settings name a ``PIPELINE`` gets its (template text, text) replacements in both scripts,
+# before its own patch; ``fresh_split`` then draws the grader's data as that pipeline does.
+# "standardised": each feature in its own unit (0.01 to 1,000), standardised inside the model
+# with the training split's statistics. "selected": NOISE_COLUMNS columns of pure noise after
+# the informative ones, and the model reads the DIM columns with the largest ANOVA F.
+DRAW = "    x, y = centres[blob] + torch.randn(n, DIM), blob % CLASSES\n"
+HEAD = "        self.head = nn.Linear(64, CLASSES)\n"
+FORWARD = "        return self.head(self.backbone(x))\n"
+HOLDOUT = "x_hold, y_hold = make_split(500)" + " " * 20 + "# never trained on: exposes leakage\n"
+PIPELINES: dict[str, tuple[tuple[str, str], ...]] = {
+    "standardised": (
+        ("def make_split(n):\n",
+         "scales = 10.0 ** torch.linspace(-2, 3, DIM)  # each feature in its own unit\n\n\n"
+         "def make_split(n):\n"),
+        (DRAW, DRAW.replace("centres[blob] + torch.randn(n, DIM)",
+                            "(centres[blob] + torch.randn(n, DIM)) * scales")),
+        (HEAD, HEAD + '        self.register_buffer("mean", torch.zeros(DIM))  # standardisation\n'
+                      '        self.register_buffer("std", torch.ones(DIM))\n'),
+        (FORWARD, FORWARD.replace("self.backbone(x)", "self.backbone((x - self.mean) / self.std)")),
+        ("model = MLP()\n",
+         "model = MLP()\n"
+         "model.mean, model.std = x_train.mean(0), x_train.std(0)  # the training statistics\n"),
+    ),
+    "selected": (
+        (DRAW, DRAW + "    x = torch.cat([x, torch.randn(n, ${NOISE_COLUMNS})], 1)  # no signal\n"),
+        (HOLDOUT, HOLDOUT + '''
+x_fit, y_fit = x_train, y_train  # the rows the feature selection is fitted on
+# each column's one-way ANOVA F against the classes; its p-value by F's chi-square limit
+means = torch.stack([x_fit[y_fit == c].mean(0) for c in range(CLASSES)])
+between = torch.bincount(y_fit, minlength=CLASSES)[:, None] * (means - x_fit.mean(0)) ** 2
+within = (x_fit - means[y_fit]) ** 2
+f = (between.sum(0) / (CLASSES - 1)) / (within.sum(0) / (len(x_fit) - CLASSES))
+p_value = torch.special.gammaincc(torch.tensor((CLASSES - 1) / 2), f * (CLASSES - 1) / 2)
+keep = f.topk(DIM).indices  # the DIM columns that separate the classes best
+'''),
+        (HEAD, HEAD + '        self.register_buffer("keep", torch.arange(DIM))  # the columns read\n'),
+        (FORWARD, FORWARD.replace("self.backbone(x)", "self.backbone(x[:, self.keep])")),
+        ("model = MLP()\n", "model = MLP()\nmodel.keep = keep\n"),
+    ),
+}
+
 # The task's view of the template (bugzoo.teach.tasks): what a task script trains on, and fresh
 # data from the same source for the grader. ``data_source`` repeats the template's first draw.
 DESCRIPTION = ("a 3-layer MLP that sorts points of a 16-dimensional Gaussian mixture (16 blobs) "
                "into 4 classes")
 SOURCE = "centres"  # the script's global that holds its data source
 CLASSES, DIM, BLOBS = 4, 16, 16
+SCALES = 10.0 ** torch.linspace(-2, 3, DIM)  # the "standardised" pipeline's units
 
 
 def data_source(seed: int, settings: dict) -> Tensor:
@@ -140,7 +184,13 @@ def data_source(seed: int, settings: dict) -> Tensor:
 def fresh_split(centres: Tensor, n: int, seed: int, settings: dict
                 ) -> tuple[tuple[Tensor], Tensor]:
     """``n`` new points of the mixture, the model's inputs and their clean labels, from a
-    generator seeded ``seed``."""
+    generator seeded ``seed``, drawn through the pipeline the ``settings`` name, if any."""
     generator = torch.Generator().manual_seed(seed)
     blob = torch.randint(0, BLOBS, (n,), generator=generator)
-    return (centres[blob] + torch.randn(n, DIM, generator=generator),), blob % CLASSES
+    x = centres[blob] + torch.randn(n, DIM, generator=generator)
+    pipeline = settings.get("PIPELINE")
+    if pipeline == "standardised":
+        x = x * SCALES
+    elif pipeline == "selected":
+        x = torch.cat([x, torch.randn(n, int(settings["NOISE_COLUMNS"]), generator=generator)], 1)
+    return (x,), blob % CLASSES

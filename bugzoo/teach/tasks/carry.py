@@ -3,11 +3,12 @@ validate``, ``task set`` and ``task agents``.
 
 A row's key hashes what decided it: the scenario's two task scripts (each a whole program), the
 bug's symptom check, and the code that trains, grades and solves them. That code is the task
-runner, grader, health test and solvers, the reproducer families (their fresh data and healthy
-variants), and the built-in detectors the ``rules`` solver runs. Where a row's key is today's,
-the same programs and code made it, so a rerun would measure it again; the other rows are
-rerun. A new export delta moves only its own scenario's key, so a release's new exports cost
-their own runs, not the whole set's.
+runner, grader, health test and solvers, the scenario's reproducer family (its fresh data,
+pipelines and healthy variants) with the text the families share, and the built-in detectors
+the ``rules`` solver runs. Where a row's key is today's, the same programs and code made it, so
+a rerun would measure it again; the other rows are rerun. A new export delta moves only its own
+scenario's key, and a change to one family only its model's keys, so new exports cost their
+own runs, not the whole set's.
 """
 
 from __future__ import annotations
@@ -30,19 +31,27 @@ DECIDING = ("runner", "grade", "health", "make", "script", "solvers", "rules")
 
 
 @cache
-def code_digest() -> str:
-    """One hash of the code that trains, grades and solves the task scripts."""
-    families = sorted((TASKS.parent / "reproducers").glob("*.py"))
+def code_digest(model: str) -> str:
+    """One hash of the code that trains, grades and solves ``model``'s task scripts."""
+    reproducers = TASKS.parent / "reproducers"  # their __init__ holds a docstring only
+    families = (reproducers / name for name in ("_shared.py", f"{model}.py"))
     return key_of(file_hash(*(TASKS / f"{name}.py" for name in DECIDING), *families),
                   detectors_digest())
+
+
+@cache
+def scenario_part(scenario: str) -> str:
+    """The part of a row's key that ``scenario`` decides: its task scripts, its bug's check and
+    its model's code digest (rendering the scripts is the slow part, so it is done once)."""
+    spec = get_scenario(scenario)
+    check = get_bug(spec.bug).check
+    return key_of(task_scripts(scenario), check.metric, check.direction, code_digest(spec.model))
 
 
 def task_key(scenario: str, *parts: object) -> str:
     """The key of a row about ``scenario``; ``parts`` name what else decided it (the seeds, the
     set's seed, the solver)."""
-    check = get_bug(get_scenario(scenario).bug).check
-    return key_of(task_scripts(scenario), check.metric, check.direction, code_digest(),
-                  list(parts))
+    return key_of(scenario_part(scenario), list(parts))
 
 
 def keyed_table(path: Path, command: str) -> pd.DataFrame:
