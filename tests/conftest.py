@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -21,7 +22,8 @@ from bugzoo.scenarios import Scenario
 torch.set_num_threads(1)  # as in the harness' workers: fast for tiny models, reproducible
 # task-script runs and compositions are kept in a cache of this test session's own, never the
 # user's: the pytest -n workers inherit the folder the main process made, and share it
-if "BUGZOO_TEST_SESSION_CACHE" not in os.environ:
+OWNS_SESSION_CACHE = "BUGZOO_TEST_SESSION_CACHE" not in os.environ  # not a pytest -n worker
+if OWNS_SESSION_CACHE:
     os.environ["BUGZOO_TEST_SESSION_CACHE"] = tempfile.mkdtemp(prefix="bugzoo-cache-")
 os.environ["BUGZOO_CACHE"] = os.environ["BUGZOO_TEST_SESSION_CACHE"]
 # what is imported by now (torch, pandas, Hydra, the harness) lives as long as the test process:
@@ -121,6 +123,12 @@ def results_dir(tmp_path):
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The session's cache goes with the process that made it (each run left one in /tmp)."""
+    if OWNS_SESSION_CACHE:
+        shutil.rmtree(os.environ["BUGZOO_TEST_SESSION_CACHE"], ignore_errors=True)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under ``pytest -n`` (``--dist loadgroup``, set in pyproject.toml), the tests that share a
     module- or session-scoped fixture run on one worker, so its work (a sweep, the GPU dry
