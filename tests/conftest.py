@@ -122,13 +122,13 @@ def results_dir(tmp_path):
     return tmp_path / "results"
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_unconfigure(config: pytest.Config) -> None:
     """The session's cache goes with the process that made it (each run left one in /tmp)."""
     if OWNS_SESSION_CACHE:
         shutil.rmtree(os.environ["BUGZOO_TEST_SESSION_CACHE"], ignore_errors=True)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under ``pytest -n`` (``--dist loadgroup``, set in pyproject.toml), the tests that share a
     module- or session-scoped fixture run on one worker, so its work (a sweep, the GPU dry
