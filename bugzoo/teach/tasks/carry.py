@@ -72,3 +72,9 @@ def standing(table: pd.DataFrame, keys: dict[str, str], by: str = "scenario") ->
     """The rows of ``table`` whose ``by`` value has today's key in ``keys`` (rows of ids not in
     ``keys`` are dropped)."""
     return table[table[by].map(keys).eq(table["key"])].reset_index(drop=True)
+
+
+def carried_sentence(rows: str, why: str) -> str:
+    """What a results page says of the rows ``--changed`` carried: ``rows`` (how many of what)
+    and ``why`` they still stand."""
+    return f"{rows} carried from the table this run replaced: {why} (`--changed`)."

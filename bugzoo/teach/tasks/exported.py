@@ -28,7 +28,7 @@ from bugzoo.judge.tables import markdown
 from bugzoo.judge.validity import ALPHA, VALIDITY_SEEDS, compare, merged, with_q_values
 from bugzoo.scenarios import get_scenario
 from bugzoo.teach.export import exportable
-from bugzoo.teach.tasks.carry import keyed_table, standing, task_key
+from bugzoo.teach.tasks.carry import carried_sentence, keyed_table, standing, task_key
 from bugzoo.teach.tasks.make import empty_folder
 from bugzoo.teach.tasks.runner import trained_runs
 from bugzoo.teach.tasks.script import task_scripts
@@ -125,9 +125,9 @@ def report(table: pd.DataFrame, command: str, carried: int = 0) -> str:
 
 
 def carried_note(carried: int) -> str:
-    return (f" {carried} pairs' runs were carried from the table this run replaced: their "
-            "scripts and the code that runs them are unchanged since they ran (`--changed`)."
-            if carried else "")
+    return " " + carried_sentence(
+        f"{carried} pairs' runs were", "their scripts and the code that runs them are unchanged "
+        "since they ran") if carried else ""
 
 
 def main(argv: list[str]) -> int:

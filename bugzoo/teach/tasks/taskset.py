@@ -41,7 +41,7 @@ from bugzoo.release import key_of
 from bugzoo.scenarios import get_scenario
 from bugzoo.teach.export import exportable
 from bugzoo.teach.tasks import health
-from bugzoo.teach.tasks.carry import keyed_table, standing, task_key
+from bugzoo.teach.tasks.carry import carried_sentence, keyed_table, standing, task_key
 from bugzoo.teach.tasks.grade import Grade, grade
 from bugzoo.teach.tasks.make import empty_folder, make_task
 from bugzoo.teach.tasks.solvers import SOLVERS, noop
@@ -130,9 +130,9 @@ def set_tables(index: pd.DataFrame, command: str) -> str:
             "script trains, measured on fresh data, are worse than the fixed script's beyond "
             "the margins (`bugzoo/teach/tasks/health.py`). "
             "Outcomes are means over the grader's 5 seeds on fresh data."
-            + (f" {carried} rows were carried from the table this run replaced: their scripts "
-               "and the code that grades them are unchanged since they were checked "
-               "(`--changed`)." if carried else "") + "\n\n"
+            + (" " + carried_sentence(f"{carried} rows were", "their scripts and the code "
+                                      "that grades them are unchanged since they were checked")
+               if carried else "") + "\n\n"
             f"**{int(index['in_set'].sum())} of {len(index)} exportable scenarios are tasks.**"
             f"\n\n{markdown(shown)}\n")
 
@@ -200,9 +200,9 @@ def agents_tables(grades: pd.DataFrame, command: str, carried: int = 0) -> str:
             "loop, takes the category of the earliest alarm as its diagnosis and applies the "
             "known fixes filed under it (`bugzoo/teach/tasks/rules.py`). The table was written "
             "knowing the catalogue's mistakes: its figure is what such rules reach at best.\n\n"
-            + (f"{carried} of the {len(grades)} grades were carried from the table this run "
-               "replaced: the task's scripts and the code that solves and grades them are "
-               "unchanged since they were graded (`--changed`).\n\n" if carried else "")
+            + (carried_sentence(f"{carried} of the {len(grades)} grades were", "the task's "
+                                "scripts and the code that solves and grades them are unchanged "
+                                "since they were graded") + "\n\n" if carried else "")
             + f"{markdown(pd.DataFrame(rows))}\n\nSolved, by the task's model:\n\n"
             f"{markdown(by_model.reset_index())}\n")
 
