@@ -39,8 +39,9 @@ def counted(monkeypatch):
     def validate(scenarios, work):
         ran["validate"] += scenarios
         return pd.DataFrame([{"scenario": s, "metric": "final_val_loss", "direction": "higher",
-                              "buggy": [1.0, None], "fixed": [0.5, float("nan")],
-                              "effect": 0.5, "p_value": 0.004} for s in scenarios])
+                              "seeds": 2, "buggy": [1.0, None], "fixed": [0.5, float("nan")],
+                              "effect": 0.5, "effect_lo": 0.5, "effect_hi": 0.5,
+                              "p_value": 0.004} for s in scenarios])
 
     def make_checked(scenario, task, key, seed):
         ran["set"].append(scenario)

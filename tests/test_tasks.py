@@ -19,7 +19,7 @@ from bugzoo.cli import main as cli
 from bugzoo.paths import CACHE_ENV
 from bugzoo.scenarios import get_scenario
 from bugzoo.teach.export import render, render_clean, supported
-from bugzoo.teach.tasks import cache, health
+from bugzoo.teach.tasks import cache, exported, health
 from bugzoo.teach.tasks import grade as grade_module
 from bugzoo.teach.tasks import runner as runner_module
 from bugzoo.teach.tasks.grade import grade, why_not_kept
@@ -364,6 +364,31 @@ def test_an_exported_pair_is_proven_by_the_catalogues_test(tmp_path):
     row = pd.read_csv(tmp_path / "validity_exported.csv").iloc[0]
     assert row["metric"] == "final_val_acc" and bool(row["valid"])
     assert row["p_value"] == pytest.approx(1 / 252)  # every buggy seed below every fixed one
+
+
+def test_a_pair_whose_effect_interval_excludes_zero_is_tested_again_over_ten_seeds(
+        tmp_path, monkeypatch):
+    """The catalogue's rule holds for exports: not valid over 5 seeds although the effect
+    interval excludes 0 (p = 4/252 here), so the pair trains 10 seeds; a valid pair keeps 5."""
+    weak, strong = "mlp-double_softmax", "mlp-missing_zero_grad"
+    scripts = {s: task_scripts(s) for s in (weak, strong)}
+    values = {scripts[weak]["buggy"]: [2.5, 4.5, 5.0, 5.5, 6.0],
+              scripts[strong]["buggy"]: [9.0, 9.5, 10.0, 10.5, 11.0],
+              scripts[weak]["fixed"]: [0.0, 1.0, 2.0, 3.0, 4.0]}
+    asked = []
+
+    def trained_runs(script, seeds, log):
+        asked.append((script.read_text(), list(seeds)))
+        return [Trained(seed, observed={"final_val_loss": values[script.read_text()][seed % 5]})
+                for seed in seeds]
+
+    monkeypatch.setattr(exported, "trained_runs", trained_runs)
+    table = exported.validate_exports([weak, strong], tmp_path).set_index("scenario")
+    assert table.loc[weak, "seeds"] == 10 and table.loc[strong, "seeds"] == 5
+    assert table.loc[weak, "buggy"] == [2.5, 4.5, 5.0, 5.5, 6.0] * 2
+    assert table.loc[weak, "p_value"] < 0.001 < table.loc[strong, "p_value"] == 1 / 252
+    again = sorted(text for text, seeds in asked if seeds == list(range(10)))
+    assert again == sorted([scripts[weak]["buggy"], scripts[weak]["fixed"]])
 
 
 def test_the_committed_export_validity_covers_every_pair_and_is_quoted():

@@ -92,7 +92,7 @@ FIXED = [
           "`python -m bugzoo.tools.traincheck --out results/runs/tools-traincheck`"),
     Entry(("validity_exported.md", "validity_exported.csv"), "Exported pairs: each exportable "
           "scenario's buggy script against its fixed twin over 5 seeds, with the catalogue's "
-          "test", "`bugzoo task validate`"),
+          "test (and its retest over 10 seeds)", "`bugzoo task validate`"),
     Entry(("tasks.md", "tasks.csv"), "The find-and-fix task set: every exportable scenario "
           "made a task, and whether the grader tells its buggy script from its fixed one (only "
           "those are tasks); the CSV keeps each row's key for `--changed`",

@@ -5,9 +5,12 @@ An export is a second implementation of its bug, so it is proven on its own, the
 with the validity seeds (0-4), each script in a process of its own; the script's own summary
 gives the bug's declared symptom metric; the catalogue's one-sided test
 (:func:`bugzoo.judge.validity.compare`: exact permutation test of rank sums, Fisher's exact test
-for events), Benjamini-Hochberg q-values across the scenarios, valid at q < 0.01.
-``--changed`` reruns only the pairs whose key moved (:mod:`.carry`) and carries the others' runs
-from the table in ``--out``; the q-values are recomputed over all of them. (It is a ``task``
+for events), Benjamini-Hochberg q-values across the scenarios, valid at q < 0.01. As in the
+catalogue, a pair not valid although its effect interval excludes 0 is tested again over 10
+seeds (:func:`bugzoo.judge.validity.to_power`). ``--changed`` reruns only the pairs whose key
+moved (:mod:`.carry`; the key holds this module's code too, since it decides the test) and
+carries the others' runs from the table in ``--out``; the q-values are recomputed over all of
+them. (It is a ``task``
 action rather than ``validate --exported``: the exports live in the teaching layer, above the
 judge's.)
 """
@@ -25,7 +28,16 @@ from bugzoo.bugs import get_bug
 from bugzoo.commands import command_line
 from bugzoo.errors import ArgumentParser
 from bugzoo.judge.tables import markdown
-from bugzoo.judge.validity import ALPHA, VALIDITY_SEEDS, compare, merged, with_q_values
+from bugzoo.judge.validity import (
+    ALPHA,
+    POWERED_SEEDS,
+    VALIDITY_SEEDS,
+    compare,
+    merged,
+    to_power,
+    with_q_values,
+)
+from bugzoo.release import file_hash
 from bugzoo.scenarios import get_scenario
 from bugzoo.teach.export import exportable
 from bugzoo.teach.tasks.carry import carried_sentence, keyed_table, standing, task_key
@@ -39,19 +51,30 @@ SEEDS = [int(s) for s in VALIDITY_SEEDS.split(",")]
 
 
 def validate_exports(scenarios: list[str], work: Path) -> pd.DataFrame:
-    """One row per scenario: its exported pair's symptom test.
+    """One row per scenario: its exported pair's symptom test over the validity seeds, or over
+    ``POWERED_SEEDS`` for a pair the catalogue's rule tests again."""
+    pairs = {scenario: task_scripts(scenario) for scenario in scenarios}
+    table = tested(pairs, SEEDS, work)
+    if powered := to_power(with_q_values(table), SEEDS):
+        log.info("not valid, with an effect interval that excludes 0: tested again over %d "
+                 "seeds: %s", len(POWERED_SEEDS), ", ".join(powered))
+        table = merged(tested({s: pairs[s] for s in powered}, POWERED_SEEDS, work), table)
+    return table
+
+
+def tested(pairs: dict[str, dict[str, str]], seeds: list[int], work: Path) -> pd.DataFrame:
+    """One row per scenario of ``pairs`` (its task scripts): the symptom test over ``seeds``.
 
     Task scripts are neutral, so many scenarios of one model share their fixed script: each
     distinct script trains once (or is read from the run cache), two at a time, and every pair
     that holds it reads its summaries."""
-    pairs = {scenario: task_scripts(scenario) for scenario in scenarios}
     distinct = list(dict.fromkeys(text for scripts in pairs.values() for text in scripts.values()))
     done = [0]
 
     def summaries(number: int, text: str) -> list[dict[str, float]]:
-        script = work / f"script{number:03d}.py"
+        script = work / f"script{number:03d}-seeds{len(seeds)}.py"
         script.write_text(text)
-        runs = trained_runs(script, SEEDS, work / f"script{number:03d}.log")
+        runs = trained_runs(script, seeds, script.with_suffix(".log"))
         done[0] += 1
         log.info("%d/%d scripts trained", done[0], len(distinct))
         return [run.observed for run in runs]  # empty where a run stopped first
@@ -66,13 +89,14 @@ def validate_exports(scenarios: list[str], work: Path) -> pd.DataFrame:
                         for v in ("buggy", "fixed"))
         result = compare(bug.check.metric, bug.check.direction, buggy, fixed)
         rows.append({"scenario": scenario, "metric": bug.check.metric,
-                     "direction": bug.check.direction, "buggy": buggy, "fixed": fixed,
-                     "effect": result.effect, "p_value": result.p_value})
+                     "direction": bug.check.direction, "seeds": len(seeds), "buggy": buggy,
+                     "fixed": fixed, "effect": result.effect, "effect_lo": result.effect_lo,
+                     "effect_hi": result.effect_hi, "p_value": result.p_value})
     return pd.DataFrame(rows)
 
 
 def pair_key(scenario: str) -> str:
-    return task_key(scenario, "validate", SEEDS)
+    return task_key(scenario, "validate", SEEDS, file_hash(Path(__file__)))
 
 
 def carried_pairs(path: Path, scenarios: list[str]) -> pd.DataFrame:
@@ -106,22 +130,27 @@ def report(table: pd.DataFrame, command: str, carried: int = 0) -> str:
     invalid = table[~table["valid"]]
     unproven = list(invalid.loc[invalid["catalogue"] == "unproven", "scenario"])
     shown = table.assign(buggy=table["buggy"].map(values), fixed=table["fixed"].map(values),
-                         effect=table["effect"].map(lambda e: f"{e:+.3g}"),
+                         effect=[f"{e:+.3g} [{lo:+.3g}, {hi:+.3g}]" for e, lo, hi in zip(
+                             table["effect"], table["effect_lo"], table["effect_hi"],
+                             strict=True)],
                          p_value=table["p_value"].map(lambda p: f"{p:.2g}"),
                          q_value=table["q_value"].map(lambda q: f"{q:.2g}"))
     return (f"# Exported pairs: validity\n\nRegenerate with `{command}`. Each exportable "
             "scenario's buggy script against its fixed twin (the task scripts of `bugzoo task`, "
             f"plain PyTorch), seeds {VALIDITY_SEEDS}, on the bug's declared symptom as the "
-            "script's own summary reports it. Exact one-sided p-values (permutation test of "
+            "script's own summary reports it; as in the catalogue, a pair not valid although "
+            f"its effect interval excludes 0 is tested again over {len(POWERED_SEEDS)} seeds "
+            "(*seeds*). Exact one-sided p-values (permutation test of "
             "rank sums; Fisher's exact test for events), Benjamini-Hochberg q-values across "
             f"the scenarios, valid at q < {ALPHA}. Effect: difference of medians (of event "
-            "rates for events), buggy minus fixed. *catalogue*: whether `bugzoo validate` "
+            "rates for events), buggy minus fixed, with its 95% percentile-bootstrap interval. "
+            "*catalogue*: whether `bugzoo validate` "
             "proves the scenario itself or the catalogue declares it unproven (`results/"
             f"validity.md`).{carried_note(carried)}\n\n**{int(table['valid'].sum())} of "
             f"{len(table)} exported pairs are valid.** Of the {len(invalid)} others, "
             f"{len(unproven)} belong to scenarios the "
             f"catalogue leaves unproven too: {', '.join(unproven) or 'none'}.\n\n"
-            f"{markdown(shown.drop(columns='key'))}\n")
+            f"{markdown(shown.drop(columns=['key', 'effect_lo', 'effect_hi']))}\n")
 
 
 def carried_note(carried: int) -> str:
