@@ -372,6 +372,7 @@ def test_a_pair_whose_effect_interval_excludes_zero_is_tested_again_over_ten_see
     interval excludes 0 (p = 4/252 here), so the pair trains 10 seeds; a valid pair keeps 5."""
     weak, strong = "mlp-double_softmax", "mlp-missing_zero_grad"
     scripts = {s: task_scripts(s) for s in (weak, strong)}
+    assert scripts[weak]["fixed"] == scripts[strong]["fixed"]  # neutral: one per model
     values = {scripts[weak]["buggy"]: [2.5, 4.5, 5.0, 5.5, 6.0],
               scripts[strong]["buggy"]: [9.0, 9.5, 10.0, 10.5, 11.0],
               scripts[weak]["fixed"]: [0.0, 1.0, 2.0, 3.0, 4.0]}
@@ -386,7 +387,8 @@ def test_a_pair_whose_effect_interval_excludes_zero_is_tested_again_over_ten_see
     table = exported.validate_exports([weak, strong], tmp_path).set_index("scenario")
     assert table.loc[weak, "seeds"] == 10 and table.loc[strong, "seeds"] == 5
     assert table.loc[weak, "buggy"] == [2.5, 4.5, 5.0, 5.5, 6.0] * 2
-    assert table.loc[weak, "p_value"] < 0.001 < table.loc[strong, "p_value"] == 1 / 252
+    assert table.loc[weak, "p_value"] < 0.001
+    assert table.loc[strong, "p_value"] == pytest.approx(1 / 252)  # every buggy above every fixed
     again = sorted(text for text, seeds in asked if seeds == list(range(10)))
     assert again == sorted([scripts[weak]["buggy"], scripts[weak]["fixed"]])
 
