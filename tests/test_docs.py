@@ -54,6 +54,16 @@ def test_results_index_is_up_to_date(tmp_path):
         "results/README.md is stale: regenerate with python3 -m bugzoo.judge.results_index")
 
 
+def test_results_index_lists_each_file_in_one_row():
+    """A page's tables that have a row of their own (the exported pairs beside ``validity.md``,
+    the board's figure beside ``leaderboard.md``) are not listed beside the page again."""
+    rows = [line.split(" | ")[0] for line in
+            (ROOT / "results" / "README.md").read_text().splitlines() if line.startswith("| ")]
+    listed = [name for row in rows[1:] for name in re.findall(r"`([^`]+)`", row)]
+    assert listed and len(listed) == len(set(listed)), sorted(
+        n for n in set(listed) if listed.count(n) > 1)
+
+
 def test_results_index_names_a_file_no_entry_covers(tmp_path):
     (tmp_path / "leaderboard.md").write_text("# Board\n\nRegenerate with `bugzoo bench`.\n")
     (tmp_path / "leaderboard.csv").write_text("detector\n")

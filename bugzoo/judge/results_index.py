@@ -222,8 +222,8 @@ def entries(results: Path) -> list[Entry]:
              if p.relative_to(results).as_posix() != INDEX]
     rows = [e for e in FIXED if covered(e, names)]
     fixed = {n for e in rows for n in covered(e, names)}
-    rows += [page_entry(results, results / n, names) for n in names
-             if n.endswith(".md") and n not in fixed]
+    rest = [n for n in names if n not in fixed]  # a page's tables are not another row's
+    rows += [page_entry(results, results / n, rest) for n in rest if n.endswith(".md")]
     if missing := sorted(set(names).difference(*(covered(e, names) for e in rows))):
         raise ValueError(f"no entry in bugzoo/judge/results_index.py covers {missing}")
     return sorted(rows, key=order)
