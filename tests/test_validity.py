@@ -36,6 +36,11 @@ def test_metric_test_is_an_exact_permutation_test():
     # ties do not fall back to a normal approximation below the exact floor
     tied = compare("final_val_acc", "lower", [0.5] * 5, [0.9] * 5)
     assert tied.p_value == pytest.approx(1 / 252)
+    # the retest's 10 against 10 is exact too (a sampled test's floor is 1/100001), so its p is
+    # the same on every run
+    ten = compare("final_val_loss", "higher", [float(x) for x in range(10, 20)],
+                  [float(x) for x in range(10)])
+    assert ten.p_value == pytest.approx(1 / 184_756)
 
 
 def test_event_test_and_missing_values():

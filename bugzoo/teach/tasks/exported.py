@@ -8,11 +8,10 @@ gives the bug's declared symptom metric; the catalogue's one-sided test
 for events), Benjamini-Hochberg q-values across the scenarios, valid at q < 0.01. As in the
 catalogue, a pair not valid although its effect interval excludes 0 is tested again over 10
 seeds (:func:`bugzoo.judge.validity.to_power`). ``--changed`` reruns only the pairs whose key
-moved (:mod:`.carry`; the key holds this module's code too, since it decides the test) and
-carries the others' runs from the table in ``--out``; the q-values are recomputed over all of
-them. (It is a ``task``
-action rather than ``validate --exported``: the exports live in the teaching layer, above the
-judge's.)
+moved (:mod:`.carry`; the key also holds the code of the test, this module and the catalogue's)
+and carries the others' runs from the table in ``--out``; the q-values are recomputed over all
+of them. (It is a ``task`` action rather than ``validate --exported``: the exports live in the
+teaching layer, above the judge's.)
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ import pandas as pd
 from bugzoo.bugs import get_bug
 from bugzoo.commands import command_line
 from bugzoo.errors import ArgumentParser
+from bugzoo.judge import validity
 from bugzoo.judge.tables import markdown
 from bugzoo.judge.validity import (
     ALPHA,
@@ -48,6 +48,7 @@ from bugzoo.teach.tasks.script import task_scripts
 log = logging.getLogger(__name__)
 
 SEEDS = [int(s) for s in VALIDITY_SEEDS.split(",")]
+TEST_CODE = Path(validity.__file__)  # the catalogue's test, which a pair's key holds too
 
 
 def validate_exports(scenarios: list[str], work: Path) -> pd.DataFrame:
@@ -96,7 +97,7 @@ def tested(pairs: dict[str, dict[str, str]], seeds: list[int], work: Path) -> pd
 
 
 def pair_key(scenario: str) -> str:
-    return task_key(scenario, "validate", SEEDS, file_hash(Path(__file__)))
+    return task_key(scenario, "validate", SEEDS, file_hash(Path(__file__), TEST_CODE))
 
 
 def carried_pairs(path: Path, scenarios: list[str]) -> pd.DataFrame:
