@@ -39,15 +39,23 @@ def control_summary(scenario_id: str) -> dict:
     return execute(short_cfg(scenario_id)).summary
 
 
-def first_scenario(bug):
-    return next(s for s in list_scenarios() if s.bug == bug.id and not s.excluded)
+# models from the quickest to build, train and evaluate to the slowest (the language model's
+# generation check continues every validation sentence)
+QUICKEST_FIRST = ("mlp", "transformer", "lstm", "resnet", "gpt")
+
+
+def quickest_scenario(bug):
+    """One scenario of the bug (the twin's test is one per bug), on the quickest model that
+    hosts it."""
+    return min((s for s in list_scenarios() if s.bug == bug.id and not s.excluded),
+               key=lambda s: QUICKEST_FIRST.index(s.model))
 
 
 @pytest.mark.parametrize("bug", BUGS, ids=[b.id for b in BUGS])
 def test_a_disarmed_twin_trains_as_its_control(bug):
     """The matched control is the clean run, bitwise, whatever the plant left installed; and a
     bug declared ``patches_only`` leaves its twin the same patches, with the same code."""
-    scenario = first_scenario(bug)
+    scenario = quickest_scenario(bug)
     cfg = short_cfg(scenario.id)
     run = execute(copy.deepcopy(cfg), armed=False)
     twin, control = run.summary, control_summary(scenario.control)
