@@ -206,12 +206,18 @@ def _patches_reachable(start: object, limit: int) -> list[tuple]:
     first), described. The walk goes breadth first, one ``gc.get_referents`` call per layer.
     Objects the garbage collector does not track (numbers, strings, containers of only those)
     are skipped: they can hold no Patch, and they were most of the graph, so the walk once ran
-    out of ``limit`` before it reached the plant."""
+    out of ``limit`` before it reached the plant. Classes and modules are not walked, nor a
+    module's namespace reached through one of its functions' globals: they hold the program's
+    code, not the run's objects (a plant patches instances, :func:`~bugzoo.bugs.base.patch_method`),
+    and through them the walk spread over all of torch."""
+    namespaces = {id(vars(m)) for m in list(sys.modules.values())
+                  if isinstance(m, types.ModuleType)}
     patches, seen, layer = [], set(), [start]
     while layer and len(seen) < limit:
         fresh = []
         for obj in layer:
-            if id(obj) in seen or isinstance(obj, type | types.ModuleType):
+            if id(obj) in seen or id(obj) in namespaces \
+                    or isinstance(obj, type | types.ModuleType):
                 continue
             seen.add(id(obj))
             fresh.append(obj)
