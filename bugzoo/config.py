@@ -18,6 +18,7 @@ import pickle
 import re
 import sys
 from collections import OrderedDict
+from collections.abc import Collection
 from pathlib import Path
 
 import hydra
@@ -58,33 +59,37 @@ def register_scenarios(chosen: list[Scenario]) -> None:
         store.store(group="scenario", name=scenario.id, node=scenario.node, package="_global_")
 
 
-def register_bugs() -> None:
-    """Put every bug's node into Hydra's ConfigStore (group ``bug``, or ``bug/<namespace>`` for
-    a plug-in)."""
+def register_bugs(chosen: Collection[str]) -> None:
+    """Put the ``chosen`` bugs' nodes into Hydra's ConfigStore (group ``bug``, or
+    ``bug/<namespace>`` for a plug-in), and no other bug's."""
     store = ConfigStore.instance()
     store.repo.pop("bug", None)
-    for bug_id in bug_ids():
+    for bug_id in chosen:
         group, _, name = f"bug/{bug_id}".rpartition("/")
         store.store(group=group, name=name, node=bug_config(bug_id), package="bug")
 
 
-def register_groups() -> None:
+def register_groups(bugs: Collection[str] | None = None) -> None:
     """Put the ``model``, ``bug`` and ``detector`` groups, made from their registries, into
     Hydra's ConfigStore (scenarios: :func:`register_scenarios`). Making their nodes costs a
     fifth of a compose, so it is done again only when a node changed since the last time (a
     plug-in installed, a bug's parameters edited) or the store lost a group; a composition read
-    back from what is kept needs none of it."""
+    back from what is kept needs none of it. With ``bugs``, the ``bug`` group holds only
+    theirs: a single composition selects at most its scenario's bug and a ``bug=`` override's,
+    and Hydra deep-copies the whole store on every compose (every bug's node was most of it)."""
     nodes = registry_nodes()
     repo = ConfigStore.instance().repo
-    if _registered.get("nodes") == nodes and {"model", "bug", "detector"} <= set(repo):
-        return
-    register_models()
-    register_bugs()
-    register_detectors()
-    _registered["nodes"] = nodes
+    if _registered.get("nodes") != nodes or not {"model", "detector"} <= set(repo):
+        register_models()
+        register_detectors()
+        _registered.update(nodes=nodes, bugs=None)
+    wanted = tuple(sorted(bug_ids() if bugs is None else bugs))
+    if _registered.get("bugs") != wanted or "bug" not in repo:
+        register_bugs(wanted)
+        _registered["bugs"] = wanted
 
 
-_registered: dict[str, str] = {}  # what register_groups last put into the ConfigStore
+_registered: dict[str, object] = {}  # what register_groups last put into the ConfigStore
 REGISTRY_GROUPS = ("model", "bug", "detector", "scenario")  # the groups bugzoo puts in the store
 
 
@@ -146,19 +151,32 @@ def compose_run(overrides: list[str] | tuple[str, ...] = (),
     register_scenarios(chosen)
     cfg = _with_values(overrides, chosen)
     if cfg is None:
-        cfg = _hydra_compose(overrides)
+        cfg = _hydra_compose(overrides, chosen_bugs(overrides, chosen))
     check_run_config(cfg)
     return cfg
 
 
-def _hydra_compose(overrides: list[str]) -> DictConfig:
-    register_groups()
+def _hydra_compose(overrides: list[str], bugs: Collection[str] | None = None) -> DictConfig:
+    """Hydra's composition of ``overrides``, with only ``bugs`` in the ``bug`` group when
+    given (:func:`register_groups`); should it fail with them, it is tried again with every
+    bug's node, so that an error is Hydra's own about the whole catalogue."""
+    register_groups(bugs)
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
             return compose("config", overrides=overrides)
     except HydraException as e:  # override syntax, unknown keys: one line, not a traceback
+        if bugs is not None:
+            return _hydra_compose(overrides)
         raise UsageError(_hydra_message(e)) from None
+
+
+def chosen_bugs(overrides: list[str], chosen: list[Scenario]) -> set[str]:
+    """The bugs a single composition of ``overrides`` over the ``chosen`` scenarios can select:
+    theirs and a ``bug=`` override's."""
+    named = {value for key, _, value in (o.partition("=") for o in overrides)
+             if key.lstrip("+") == "bug" and value not in ("", "null")}
+    return named | {s.bug for s in chosen if s.bug}
 
 
 # Compositions of the overrides that choose configs (groups, additions, deletions), by those
@@ -194,7 +212,8 @@ def _with_values(overrides: list[str], chosen: list[Scenario]) -> DictConfig | N
     key = (tuple(choosing), repr([s.node for s in chosen]), registry_nodes(), _conf_files())
     if key not in _composed:
         path = _disk_path(key)
-        _composed[key] = _composed_on_disk(path) or _compose_and_keep(path, choosing)
+        _composed[key] = (_composed_on_disk(path)
+                          or _compose_and_keep(path, choosing, chosen_bugs(choosing, chosen)))
         while len(_composed) > COMPOSED_KEPT:
             _composed.popitem(last=False)
     _composed.move_to_end(key)
@@ -246,10 +265,10 @@ def _composed_on_disk(path: Path | None) -> bytes | None:
     return data
 
 
-def _compose_and_keep(path: Path | None, choosing: list[str]) -> bytes:
-    """Compose ``choosing`` with Hydra and keep the composition at ``path``; a cache that cannot
-    be written is skipped."""
-    data = pickle.dumps(_hydra_compose(choosing))
+def _compose_and_keep(path: Path | None, choosing: list[str], bugs: set[str]) -> bytes:
+    """Compose ``choosing`` with Hydra (``bugs`` in the store) and keep the composition at
+    ``path``; a cache that cannot be written is skipped."""
+    data = pickle.dumps(_hydra_compose(choosing, bugs))
     if path is None:
         return data
     try:

@@ -18,6 +18,7 @@ import pkgutil
 import re
 import sys
 import types
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint
 
@@ -50,8 +51,14 @@ def builtin_ids() -> tuple[str, ...]:
     return tuple(sorted(n for n in found if n not in _NOT_BUGS and n not in RETIRED))
 
 
-BUGS = Registry("bug", ENTRY_POINT_GROUP,
-                lambda: {bug_id: f"{__name__}.{bug_id}:BUG" for bug_id in builtin_ids()})
+@functools.cache
+def _builtin_homes() -> Mapping[str, str]:
+    """Where each built-in bug lives, ``bugzoo.bugs.<id>:BUG``: made once, as every lookup of a
+    bug by id reads it."""
+    return types.MappingProxyType({bug_id: f"{__name__}.{bug_id}:BUG" for bug_id in builtin_ids()})
+
+
+BUGS = Registry("bug", ENTRY_POINT_GROUP, _builtin_homes)
 
 
 def plugins() -> dict[str, Plugin]:
