@@ -94,10 +94,12 @@ def _traceset_runs(folder: Path) -> Iterator[StoredRun]:
     layers = _widened(pd.read_parquet(folder / store.LAYERS_FILE))
     trace_at = np.searchsorted(trace["run"].to_numpy(), np.arange(len(runs) + 1))
     layers_at = np.searchsorted(layers["run"].to_numpy(), np.arange(len(runs) + 1))
+    # the run column goes once for the whole table (dropping it from each run's rows cost a
+    # copy and a reindex per run)
+    trace, layers = trace.drop(columns="run"), layers.drop(columns="run")
     for i, summary in enumerate(runs.to_dict("records")):  # a missing value reads as None
         rows, norms = slice(*trace_at[i:i + 2]), slice(*layers_at[i:i + 2])
-        yield StoredRun(summary, trace.iloc[rows].drop(columns="run"),
-                        layers.iloc[norms].drop(columns="run"))
+        yield StoredRun(summary, trace.iloc[rows].copy(), layers.iloc[norms].copy())
 
 
 # ----------------------------------------------------------------------------- export
