@@ -151,7 +151,7 @@ def compose_run(overrides: list[str] | tuple[str, ...] = (),
     register_scenarios(chosen)
     cfg = _with_values(overrides, chosen)
     if cfg is None:
-        cfg = _hydra_compose(overrides, chosen_bugs(overrides, chosen))
+        cfg = _hydra_compose(overrides, _chosen_bugs(overrides, chosen))
     check_run_config(cfg)
     return cfg
 
@@ -171,7 +171,7 @@ def _hydra_compose(overrides: list[str], bugs: Collection[str] | None = None) ->
         raise UsageError(_hydra_message(e)) from None
 
 
-def chosen_bugs(overrides: list[str], chosen: list[Scenario]) -> set[str]:
+def _chosen_bugs(overrides: list[str], chosen: list[Scenario]) -> set[str]:
     """The bugs a single composition of ``overrides`` over the ``chosen`` scenarios can select:
     theirs and a ``bug=`` override's."""
     named = {value for key, _, value in (o.partition("=") for o in overrides)
@@ -213,7 +213,7 @@ def _with_values(overrides: list[str], chosen: list[Scenario]) -> DictConfig | N
     if key not in _composed:
         path = _disk_path(key)
         _composed[key] = (_composed_on_disk(path)
-                          or _compose_and_keep(path, choosing, chosen_bugs(choosing, chosen)))
+                          or _compose_and_keep(path, choosing, _chosen_bugs(choosing, chosen)))
         while len(_composed) > COMPOSED_KEPT:
             _composed.popitem(last=False)
     _composed.move_to_end(key)
