@@ -9,7 +9,6 @@ import json
 import math
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from omegaconf import OmegaConf
 
@@ -17,6 +16,7 @@ from bugzoo.bugs import get_bug
 from bugzoo.config import compose_run
 from bugzoo.harness.runner import execute
 from bugzoo.judge.validity import compare, control_overrides, measure_symptom
+from bugzoo.paths import cache_folder
 from bugzoo.scenarios import get_scenario
 
 
@@ -48,15 +48,16 @@ MEMORY_METRICS = ("heap_growth_mb", "peak_rss_mb")
 # metrics that measure the machine as much as the run (time, memory, a hang's timeout): a value
 # measured under another test's load is not this test's
 MACHINE_METRICS = (*MEMORY_METRICS, "data_time_frac", "startup_s", "hung")
-# the test session's controls, kept across its tests and its pytest -n workers
-CONTROL_RUNS = Path(os.environ["BUGZOO_TEST_SESSION_CACHE"]) / "control-symptoms"
+# the test session's controls, kept across its tests and its pytest -n workers (the tests'
+# cache is the session's own: tests/conftest.py)
+CONTROL_RUNS = cache_folder("control-symptoms")
 
 
 def control_symptom(overrides: list[str], seed: int, metric: str, direction: str):
     """A control's symptom metric, measured once per test session: many bugs of a model share
     their control and settings, and a run's configuration decides its metric bitwise. (Not a
     metric of the machine, nor the ``varies`` check, which runs the same seed twice.)"""
-    if direction == "varies" or metric in MACHINE_METRICS:
+    if direction == "varies" or metric in MACHINE_METRICS or CONTROL_RUNS is None:
         return settled(measure_symptom, overrides, seed, metric, direction, metric=metric)
     cfg = compose_run([*overrides, f"seed={seed}"])
     key = hashlib.sha256(f"{metric}\n{OmegaConf.to_yaml(cfg)}".encode()).hexdigest()[:20]

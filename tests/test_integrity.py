@@ -67,7 +67,11 @@ def test_a_disarmed_twin_trains_as_its_control(bug):
     if bug.patches_only:  # the twin's trainer as the run left it (a run on several ranks
         # keeps none: then a fresh one) beside a fresh buggy one
         twin_trainer = run.trainer or Trainer(cfg, bug, armed=False).build()
-        assert plant_evidence(twin_trainer) == plant_evidence(Trainer(cfg, bug).build())
+        evidence = plant_evidence(Trainer(cfg, bug).build())
+        assert plant_evidence(twin_trainer) == evidence
+        # the walk reaches the plant (a distributed bug plants on its ranks only), so the
+        # comparison is not two empty lists
+        assert evidence["patches"] or bug.category == "distributed", evidence
 
 
 @pytest.fixture(scope="module")

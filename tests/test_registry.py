@@ -267,3 +267,22 @@ def test_with_the_cache_off_no_composition_is_written(tmp_path, monkeypatch):
     monkeypatch.setattr(config.Path, "home", lambda: tmp_path)
     assert compose_run(["scenario=mlp-clean"]).model.name == "mlp"
     assert not list(tmp_path.rglob("*.pkl"))
+
+
+def test_a_single_composition_carries_only_the_bugs_it_can_select(tmp_path, monkeypatch):
+    """Hydra deep-copies its whole store on every compose: a single one holds its scenario's
+    bug and a ``bug=`` override's, and still composes either (no composition kept, on disk
+    or in this process, so Hydra composes each here)."""
+    from collections import OrderedDict
+
+    from hydra.core.config_store import ConfigStore
+
+    from bugzoo import config
+
+    monkeypatch.setenv("BUGZOO_CACHE", "off")
+    monkeypatch.setattr(config, "_composed", OrderedDict())
+    cfg = compose_run(["scenario=mlp-clean", "bug=lr_too_high", "seed=17"])
+    assert cfg.bug.id == "lr_too_high"
+    assert set(ConfigStore.instance().repo["bug"]) == {"lr_too_high.yaml"}
+    assert compose_run(["scenario=mlp-double_softmax", "seed=17"]).bug.id == "double_softmax"
+    assert set(ConfigStore.instance().repo["bug"]) == {"double_softmax.yaml"}
