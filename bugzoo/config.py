@@ -27,7 +27,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import OverrideType
+from hydra.core.override_parser.types import Glob, OverrideType
 from hydra.core.plugins import Plugins
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
@@ -169,6 +169,47 @@ def _hydra_compose(overrides: list[str], bugs: Collection[str] | None = None) ->
         if bugs is not None:
             return _hydra_compose(overrides)
         raise UsageError(_hydra_message(e)) from None
+
+
+def multirun_choices(overrides: list[str]) -> tuple[list[Scenario], set[str] | None]:
+    """The scenarios and bugs a multirun of ``overrides`` can select: those its ``scenario=``
+    and ``bug=`` overrides name, list or glob, with the chosen scenarios' bugs. Hydra deep-copies
+    the whole ConfigStore for every job it composes, so a sweep's store holds only these.
+    Where the overrides could reach others (a name not in the catalogue, a sweep set in
+    ``hydra.sweeper``, a range, a package), it is every scenario and every bug (None), so that
+    what Hydra selects or says is its own."""
+    every = (list_scenarios(), None)
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except HydraException:
+        return every
+    if any(o.key_or_group.startswith("hydra.sweeper") for o in parsed):
+        return every
+    known = {"scenario": {s.id: s for s in every[0]}, "bug": dict.fromkeys(bug_ids())}
+    names: dict[str, set[str]] = {"scenario": set(), "bug": set()}
+    for override in parsed:
+        group = override.key_or_group
+        if group not in names or override.is_delete():
+            continue
+        chosen = _override_names(override, sorted(known[group]))
+        if chosen is None or not chosen <= known[group].keys():
+            return every
+        names[group] |= chosen
+    scenarios = [known["scenario"][s] for s in sorted(names["scenario"])]
+    return scenarios, names["bug"] | {s.bug for s in scenarios if s.bug}
+
+
+def _override_names(override, choices: list[str]) -> set[str] | None:
+    """The names one override of a group selects: its value, its list, its glob over
+    ``choices``; None for anything else (a range, an interval, a package)."""
+    value = override.value()
+    if override.package is not None or override.is_range_sweep() or override.is_interval_sweep():
+        return None
+    if isinstance(value, Glob):
+        return set(value.filter(choices))
+    if override.is_choice_sweep():
+        return set(override.sweep_string_iterator())
+    return set() if value is None else {value} if isinstance(value, str) else None
 
 
 def _chosen_bugs(overrides: list[str], chosen: list[Scenario]) -> set[str]:

@@ -286,3 +286,40 @@ def test_a_single_composition_carries_only_the_bugs_it_can_select(tmp_path, monk
     assert set(ConfigStore.instance().repo["bug"]) == {"lr_too_high.yaml"}
     assert compose_run(["scenario=mlp-double_softmax", "seed=17"]).bug.id == "double_softmax"
     assert set(ConfigStore.instance().repo["bug"]) == {"double_softmax.yaml"}
+
+
+@pytest.mark.parametrize("overrides, scenarios, bugs", [
+    (["scenario=mlp-clean,mlp-lr_too_high", "seed=0,1"], {"mlp-clean", "mlp-lr_too_high"},
+     {"lr_too_high"}),
+    (["scenario=glob(lstm-clean*,exclude=*two_ranks)"], "lstm-clean*", set()),
+    (["model=lstm", "bug=double_softmax,missing_zero_grad"], set(),
+     {"double_softmax", "missing_zero_grad"}),
+    (["scenario=mlp-double_softmax", "bug=glob(missing_z*)"], {"mlp-double_softmax"},
+     {"double_softmax", "missing_zero_grad"}),
+    (["seed=0,1"], set(), set()),
+])
+def test_a_multirun_store_holds_what_its_sweep_can_select(overrides, scenarios, bugs):
+    """Hydra copies its whole store for every job of a multirun: the sweep's scenarios and
+    their bugs, with a ``bug=`` override's, are all it needs."""
+    from fnmatch import fnmatch
+
+    from bugzoo.config import multirun_choices
+
+    if isinstance(scenarios, str):
+        scenarios = {s for s in registry() if fnmatch(s, scenarios) and "two_ranks" not in s}
+        assert len(scenarios) > 3
+    chosen, chosen_bugs = multirun_choices(overrides)
+    assert {s.id for s in chosen} == scenarios and chosen_bugs == bugs
+
+
+@pytest.mark.parametrize("overrides", [
+    ["scenario=mlp-clean,mlp-cleen"],  # Hydra names the choices in its error: every one
+    ["bug=range(1,3)"],
+    ["scenario=mlp-clean", "hydra.sweeper.params.seed=0,1"],
+    ["scenario=mlp-clean,"],  # unparsable: Hydra says so
+])
+def test_a_multirun_the_choices_cannot_be_read_off_holds_every_scenario_and_bug(overrides):
+    from bugzoo.config import multirun_choices
+
+    chosen, chosen_bugs = multirun_choices(overrides)
+    assert len(chosen) == len(registry()) and chosen_bugs is None

@@ -16,13 +16,19 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from bugzoo.config import check_run_config, compose_run, register_groups, register_scenarios
+from bugzoo.config import (
+    check_run_config,
+    compose_run,
+    multirun_choices,
+    register_groups,
+    register_scenarios,
+)
 from bugzoo.detector_registry import load_detector
 from bugzoo.errors import UsageError
 from bugzoo.harness.runner import execute_and_store
 from bugzoo.harness.store import ensure_writable
 from bugzoo.paths import CONF_DIR
-from bugzoo.scenarios import get_scenario, list_scenarios, missing_cuda
+from bugzoo.scenarios import get_scenario, missing_cuda
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +117,8 @@ def main(argv: list[str]) -> int:
     """Validate the overrides up front (one-line errors), then hand over to Hydra."""
     if "--help" in argv or "-h" in argv:
         print(USAGE)
-    register_groups()
     if not any(a.startswith("-") for a in argv):  # one run, with no Hydra flags
+        register_groups()
         # raises UsageError on unknown ids, bad values or an unusable results folder; leaves
         # the run's own scenario in the config store, all that Hydra's compose needs (every
         # scenario there would cost it half a second)
@@ -120,9 +126,13 @@ def main(argv: list[str]) -> int:
     else:
         # Hydra's help copies the config store once per group it lists: with every scenario
         # in it, that took 14 s. It lists them without scenarios (`bugzoo list scenarios`
-        # does). A multirun looks its scenarios up in the store.
+        # does). A multirun looks its scenarios up in the store, and copies the store for
+        # every job: it holds the scenarios and bugs the sweep can select.
         helping = any(a in ("--help", "-h", "--hydra-help") for a in argv)
-        register_scenarios([] if helping else list_scenarios())
+        scenarios, bugs = ([], None) if helping else multirun_choices(
+            [a for a in argv if not a.startswith("-")])
+        register_groups(bugs)
+        register_scenarios(scenarios)
     saved = sys.argv
     sys.argv = ["bugzoo run", *argv]
     try:
