@@ -8,20 +8,21 @@ from bugzoo.bugs.base import Bug, Delta, SymptomCheck, patch_method
 from bugzoo.models import build_model
 
 
-def build_without_relu(self) -> nn.Module:
+def build_without_activation(self) -> nn.Module:
     model = build_model(self.cfg.model.name, self.data, **self.cfg.model.params)
-    # The mistake: no nn.ReLU() where the architecture has one. nn.Identity() holds its place,
-    # so the forward is the one the model has with the activation left out.
+    # The mistake: no nn.ReLU() (the gpt's blocks: nn.GELU()) where the architecture has one.
+    # nn.Identity() holds its place, so the forward is the one the model has with the activation
+    # left out.
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
-            if isinstance(child, nn.ReLU):
+            if isinstance(child, nn.ReLU | nn.GELU):
                 setattr(parent, name, nn.Identity())
     return model
 
 
 class MissingActivation(Bug):
     def before_build(self, trainer) -> None:
-        patch_method(trainer, "build_model", build_without_relu)
+        patch_method(trainer, "build_model", build_without_activation)
 
 
 BUG = MissingActivation(
@@ -43,7 +44,10 @@ BUG = MissingActivation(
                  "layers compose into a single affine map: however deep the network, it can only "
                  "draw linear decision boundaries on its input. Classes that are mixtures of "
                  "clusters, or spatial patterns, need curved boundaries, so the model underfits "
-                 "and its loss plateaus high, with no error raised."),
+                 "and its loss plateaus high, with no error raised. In a transformer block the "
+                 "feed-forward layer's two Linears collapse into one the same way; attention "
+                 "still mixes tokens, so the language model learns, but with less to compute "
+                 "each token's next word from."),
     buggy="""\
 self.backbone = nn.Sequential(
     nn.Linear(in_features, hidden), nn.Dropout(dropout),
@@ -54,9 +58,7 @@ self.backbone = nn.Sequential(
     nn.Linear(in_features, hidden), nn.ReLU(), nn.Dropout(dropout),
     nn.Linear(hidden, hidden), nn.ReLU(), nn.Dropout(dropout),
 )""",
-    models=("mlp", "resnet"),
-    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the mlp's and "
-                          "resnet's layers; it is not yet planted on the gpt")},
+    models=("mlp", "resnet", "gpt"),
     reproducers={"mlp": Delta(
         patch=(
             ("nn.Linear(DIM, 64), nn.ReLU(), nn.Dropout(0.2),\n"
@@ -73,6 +75,9 @@ self.backbone = nn.Sequential(
             ("return F.relu(self.bn2(self.conv2(out)) + self.skip(x))",
              "return self.bn2(self.conv2(out)) + self.skip(x)"),
         ),
+    ), "gpt": Delta(
+        patch=(("nn.Linear(DIM, 4 * DIM), nn.GELU(), nn.Linear(4 * DIM, DIM)",
+                "nn.Linear(DIM, 4 * DIM), nn.Linear(4 * DIM, DIM)"),),
     )},
     since="1.1",
 )

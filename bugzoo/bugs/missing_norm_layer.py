@@ -34,7 +34,8 @@ BUG = MissingNormLayer(
     },
     honours_onset=False,
     symptom=("validation loss levels off above the clean run's: the CNN's loss starts falling "
-             "later, the transformer's falls as fast at first (faster, even) and then stalls"),
+             "later, the transformer's falls as fast at first (faster, even) and then stalls, "
+             "the causal LM's falls more slowly from the first steps"),
     check=SymptomCheck("final_val_loss", "higher"),
     explanation=("BatchNorm (in a CNN) and LayerNorm (in a pre-norm transformer) keep each "
                  "layer's inputs at a steady scale, so one learning rate suits every layer "
@@ -59,9 +60,7 @@ self.bn2 = nn.BatchNorm2d(cout)
 def forward(self, x):
     out = self.relu(self.bn1(self.conv1(x)))
     return self.relu(self.bn2(self.conv2(out)) + self.shortcut(x))""",
-    models=("resnet", "transformer"),
-    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the "
-                          "transformer's and resnet's modules; it is not yet planted on the gpt")},
+    models=("resnet", "transformer", "gpt"),
     since="1.1",
     reproducers={"resnet": Delta(
         patch=(("nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout)",
@@ -75,6 +74,10 @@ def forward(self, x):
     ), "transformer": Delta(
         patch=(("nn.LayerNorm(DIM), SelfAttention(), nn.LayerNorm(DIM)",
                 "nn.Identity(), SelfAttention(), nn.Identity()"),
+               ("self.norm = nn.LayerNorm(DIM)", "self.norm = nn.Identity()")),
+    ), "gpt": Delta(
+        patch=(("nn.LayerNorm(DIM), CausalAttention(), nn.LayerNorm(DIM)",
+                "nn.Identity(), CausalAttention(), nn.Identity()"),
                ("self.norm = nn.LayerNorm(DIM)", "self.norm = nn.Identity()")),
     )},
 )

@@ -10,10 +10,11 @@ from bugzoo.models import build_model
 
 def build_with_sigmoid(self) -> nn.Module:
     model = build_model(self.cfg.model.name, self.data, **self.cfg.model.params)
-    # The mistake: every hidden activation is nn.Sigmoid() where the architecture has nn.ReLU().
+    # The mistake: every hidden activation is nn.Sigmoid() where the architecture has nn.ReLU()
+    # (the gpt's blocks: nn.GELU()).
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
-            if isinstance(child, nn.ReLU):
+            if isinstance(child, nn.ReLU | nn.GELU):
                 setattr(parent, name, nn.Sigmoid())
     return model
 
@@ -54,9 +55,7 @@ for _ in range(depth):
 for _ in range(depth):
     layers += [nn.Linear(width, hidden), nn.ReLU(), nn.Dropout(dropout)]
     width = hidden""",
-    models=("mlp", "resnet"),
-    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the mlp's and "
-                          "resnet's layers; it is not yet planted on the gpt")},
+    models=("mlp", "resnet", "gpt"),
     reproducers={"mlp": Delta(
         patch=(
             ("nn.Linear(DIM, 64), nn.ReLU(), nn.Dropout(0.2),\n"
@@ -74,6 +73,9 @@ for _ in range(depth):
              "return torch.sigmoid(self.bn2(self.conv2(out)) + self.skip(x))"),
         ),
         settings={"NOISE": 2.0},  # noisier pictures: the clean network stays short of 100%
+    ), "gpt": Delta(
+        patch=(("nn.Linear(DIM, 4 * DIM), nn.GELU(), nn.Linear(4 * DIM, DIM)",
+                "nn.Linear(DIM, 4 * DIM), nn.Sigmoid(), nn.Linear(4 * DIM, DIM)"),),
     )},
     since="1.1",
 )
