@@ -27,7 +27,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import Glob, OverrideType
+from hydra.core.override_parser.types import Glob, Override, OverrideType
 from hydra.core.plugins import Plugins
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
@@ -199,7 +199,7 @@ def multirun_choices(overrides: list[str]) -> tuple[list[Scenario], set[str] | N
     return scenarios, names["bug"] | {s.bug for s in scenarios if s.bug}
 
 
-def _override_names(override, choices: list[str]) -> set[str] | None:
+def _override_names(override: Override, choices: list[str]) -> set[str] | None:
     """The names one override of a group selects: its value, its list, its glob over
     ``choices``; None for anything else (a range, an interval, a package)."""
     value = override.value()
