@@ -177,7 +177,9 @@ def start_a_lone_rank(run_dir: Path, server_copy: bool) -> None:
         mark_server_copy()
     rank = rank_context().Process(target=_rank_process, args=(run_dir, 0, {}))
     rank.start()
-    (run_dir / "rank0.pid").write_text(str(rank.pid))
+    # written whole or not at all: the test reads the file as soon as it exists
+    (run_dir / "rank0.pid.tmp").write_text(str(rank.pid))
+    os.replace(run_dir / "rank0.pid.tmp", run_dir / "rank0.pid")
     time.sleep(120)
 
 
@@ -189,13 +191,15 @@ def test_a_rank_ends_when_the_run_that_started_it_is_killed(tmp_path, server_cop
          "bug": None, "armed": True}))
     starter = worker_context().Process(target=start_a_lone_rank, args=(tmp_path, server_copy))
     starter.start()
-    deadline = time.monotonic() + 60
-    while not (tmp_path / "rank0.pid").exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    rank = int((tmp_path / "rank0.pid").read_text())
-    wait_until(lambda: live_in_group(rank) == [rank])  # in its session, waiting for rank 1
-    starter.kill()  # as the OOM killer would
-    starter.join()
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "rank0.pid").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        rank = int((tmp_path / "rank0.pid").read_text())
+        wait_until(lambda: live_in_group(rank) == [rank])  # in its session, waiting for rank 1
+    finally:  # a failure above must not leave the starter to the next test's process count
+        starter.kill()  # as the OOM killer would
+        starter.join()
     deadline = time.monotonic() + 15
     while live_in_group(rank) and time.monotonic() < deadline:
         time.sleep(0.1)
