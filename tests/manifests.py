@@ -14,7 +14,6 @@ from omegaconf import OmegaConf
 
 from bugzoo.bugs import get_bug
 from bugzoo.config import compose_run
-from bugzoo.harness.runner import execute
 from bugzoo.judge.validity import compare, control_overrides, measure_symptom
 from bugzoo.paths import cache_folder
 from bugzoo.scenarios import get_scenario
@@ -64,8 +63,10 @@ def control_symptom(overrides: list[str], seed: int, metric: str, direction: str
     path = CONTROL_RUNS / f"{key}.json"
     if path.is_file():
         return json.loads(path.read_text())["value"]
-    # numpy scalars as Python's, so a kept value and a fresh one compare alike
-    text = json.dumps({"value": execute(cfg).summary.get(metric)}, default=lambda v: v.item())
+    # numpy scalars as Python's, so a kept value and a fresh one compare alike (measuring
+    # composes again: the composition above, read back from this process's kept ones)
+    text = json.dumps({"value": measure_symptom(overrides, seed, metric, direction)},
+                      default=lambda v: v.item())
     CONTROL_RUNS.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".{os.getpid()}.tmp")  # two workers may measure it at once
     partial.write_text(text)
