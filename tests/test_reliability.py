@@ -20,13 +20,15 @@ from pathlib import Path
 import faults
 import pandas as pd
 import pytest
+from conftest import quick_cfg
 
+from bugzoo import release
 from bugzoo.config import compose_run
 from bugzoo.harness import processes, store
 from bugzoo.harness.pool import RunTask, parked_workers, run_task, run_tasks
 from bugzoo.harness.processes import server_pids
 from bugzoo.harness.runner import execute
-from bugzoo.harness.sweep import plan_runs, select_scenarios, sweep
+from bugzoo.harness.sweep import is_done, plan_runs, select_scenarios, sweep
 from bugzoo.judge.scoring import score_sweep
 from bugzoo.scenarios import get_scenario
 from bugzoo.telemetry import TIMING_COLUMNS
@@ -328,3 +330,22 @@ def test_worker_contexts_asked_for_from_many_threads_at_once_reap_each_retired_s
             for call in [pool.submit(ask_at_once, start) for _ in range(8)]:
                 call.result()
         assert processes._retired == [], f"round {round_}"
+
+
+def test_a_resumed_sweep_makes_again_the_runs_other_code_made(tmp_path):
+    """A stored run counts as done only if this checkout's code made it: its summary records
+    its scenario's release key, and a sweep resumed after a change to that scenario's code
+    (`bugzoo validate --changed`, a test split finished later) runs it again instead of
+    mixing it in. A run stored before summaries held keys counts when its release is today's."""
+    scenario = get_scenario("mlp-double_softmax")
+    today = release.scenario_key(scenario.id)
+    made = execute(quick_cfg("scenario=mlp-double_softmax", steps=5)).summary
+    assert made["key"] == today and made["release"] == release.digest()
+    task = RunTask(scenario, 0, (), ("nonfinite",), str(tmp_path), False, 60.0)
+    task.path.mkdir(parents=True)
+    for stored, done in [({"key": today}, True), ({"key": "0" * 16}, False),
+                         ({"release": release.digest()}, True), ({"release": "0" * 16}, False),
+                         ({"key": today, "detectors": {}}, False)]:  # a detector did not watch
+        stored = {"detectors": {"nonfinite": {}}, **stored}
+        (task.path / "summary.json").write_text(json.dumps(stored))
+        assert is_done(task) is done, stored

@@ -183,15 +183,16 @@ def build_summary(cfg: DictConfig, bug: Bug | None, *, armed: bool = True,
                        generation_gap=generation["source_loss"] - holdout[0])
     if entropy_floor is not None:
         summary["entropy_floor"] = entropy_floor
+    scenario = scenario_of(cfg)
     summary.update(
-        scenario=scenario_of(cfg), model=cfg.model.name, data=cfg.data.name,
+        scenario=scenario, model=cfg.model.name, data=cfg.data.name,
         dataset=dataset or cfg.data.name, num_classes=num_classes, loss_floor=loss_floor,
         role="clean" if bug is None else "buggy" if armed else "control",
         bug=bug.id if bug else None, category=bug.category if bug else None,
         loud=bug.loud if bug else False, unproven=bool(bug and cfg.get("unproven")),
         onset=int(cfg.bug.onset) if bug else None,
         seed=int(cfg.seed), data_seed=int(cfg.data.seed), steps=int(cfg.harness.steps),
-        outcome=outcome, release=release.digest(),
+        outcome=outcome, release=release.digest(), key=release.scenario_key(scenario),
         crashed=outcome == "crashed", hung=outcome == "hang", error=error, wall_s=wall_s,
         startup_s=startup_s, setup_digest=setup_digest,
         device=device, torch_version=torch.__version__,

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from bugzoo import release
 from bugzoo.config import compose_run
 from bugzoo.detector_registry import is_exclusive
 from bugzoo.errors import UsageError
@@ -174,11 +175,23 @@ def run_timeout(scenarios: list[Scenario], overrides: list[str]) -> float:
 
 # ----------------------------------------------------------------------------- running
 def is_done(task: RunTask) -> bool:
-    """A run counts as done when its folder is complete and every requested detector watched."""
+    """A run counts as done when its folder is complete, every requested detector watched, and
+    today's code made it (:func:`made_by_todays_code`): a sweep resumed after the code changed
+    makes again the runs the change decides differently, never mixing them in."""
     if not store.is_complete(task.path):
         return False
-    watched = store.read_summary(task.path).get("detectors") or {}
-    return set(task.detectors) <= set(watched)
+    summary = store.read_summary(task.path)
+    watched = summary.get("detectors") or {}
+    return set(task.detectors) <= set(watched) and made_by_todays_code(summary, task.scenario.id)
+
+
+def made_by_todays_code(summary: dict, scenario: str) -> bool:
+    """Whether the stored run's code is this checkout's: the release key it records is its
+    scenario's today (None for a scenario outside the release, whose code is not hashed); a
+    run stored before runs recorded their key counts when it records today's release digest."""
+    if "key" in summary:
+        return summary["key"] == release.scenario_key(scenario)
+    return summary.get("release") == release.digest()
 
 
 def remove_partial(out: Path) -> None:
@@ -192,6 +205,9 @@ def sweep(tasks: list[RunTask], workers: int, progress: bool = True) -> Counter:
     todo = [t for t in tasks if not is_done(t)]
     if len(todo) < len(tasks):
         log.info("resuming: %d of %d runs already complete", len(tasks) - len(todo), len(tasks))
+    if other := sum(store.is_complete(t.path) and not made_by_todays_code(
+            store.read_summary(t.path), t.scenario.id) for t in todo):
+        log.info("making again: %d stored runs that other code made", other)
     outcomes: Counter = Counter()
     with tqdm(total=len(todo), unit="run", disable=not progress, dynamic_ncols=True) as bar:
         for record in run_tasks(todo, workers):
