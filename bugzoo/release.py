@@ -1,4 +1,4 @@
-"""The benchmark release: ``bugzoo-bench 1.4``, frozen and stamped.
+"""The benchmark release: ``bugzoo-bench 1.5``, frozen and stamped.
 
 The manifest lists every built-in scenario with the hashes of what decides its runs: its config
 file, its bug's code (less its export deltas, which make scripts, not runs) and its data
@@ -24,7 +24,7 @@ from bugzoo.models import get_model
 from bugzoo.paths import CONF_DIR, PACKAGE, SCENARIO_DIR
 from bugzoo.scenarios import load_scenario
 
-RELEASE = "bugzoo-bench 1.4"
+RELEASE = "bugzoo-bench 1.5"
 MANIFEST = Path("results/release.json")
 # the code every run shares, besides its scenario, its bug and its data
 SHARED = ("train.py", "telemetry.py", "bugs/base.py", "models", "data/base.py", "data/augment.py")
@@ -125,7 +125,31 @@ def _setup_delta_imports(tree: ast.Module, starts: list[int]) -> list[tuple[int,
 
 
 def bug_hash(path: Path) -> str:
-    return hashlib.sha256(without_export_deltas(path)).hexdigest()[:16]
+    """The hash of a bug's code: its module without its export deltas, then each sibling bug
+    module it builds on (``init_too_small`` plants ``init_too_large``'s class), so that a change
+    there moves the bug's key too."""
+    h = hashlib.sha256(without_export_deltas(path))
+    for sibling in sibling_bugs(path):
+        h.update(without_export_deltas(sibling))
+    return h.hexdigest()[:16]
+
+
+def sibling_bugs(path: Path, seen: frozenset[str] = frozenset()) -> list[Path]:
+    """The bug modules (``bugzoo/bugs/<id>.py``) that the module at ``path`` imports, and
+    theirs, in the order they are first met; not ``base``, the bug machinery, which is
+    ``SHARED``, nor the export deltas' ``setup_delta``."""
+    found = []
+    for node in ast.parse(path.read_text()).body:
+        if not (isinstance(node, ast.ImportFrom) and node.module
+                and node.module.startswith("bugzoo.bugs.")):
+            continue
+        name = node.module.removeprefix("bugzoo.bugs.")
+        sibling = PACKAGE / "bugs" / f"{name}.py"
+        if name in ("base", "setup_delta") or name in seen or not sibling.is_file():
+            continue
+        seen = seen | {name}
+        found += [sibling, *sibling_bugs(sibling, seen)]
+    return found
 
 
 def manifest() -> dict:

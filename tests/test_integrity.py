@@ -249,6 +249,35 @@ def test_a_setup_delta_and_its_own_import_leave_the_release_hash(tmp_path, bug):
     assert release.bug_hash(copy) != release.bug_hash(original)  # an import of it alone is cut
 
 
+def test_a_bug_that_builds_on_another_bugs_module_moves_with_it(tmp_path, monkeypatch):
+    """``init_too_small`` plants ``init_too_large``'s class and ``init_repeated`` runs
+    ``reinit_every_epoch``'s initialisation: a change to that sibling's plant moves the bug's
+    release hash, and so reruns its scenarios."""
+    import shutil
+    from pathlib import Path
+
+    from bugzoo import release
+
+    package = Path(__file__).resolve().parents[1] / "bugzoo"
+    copy = tmp_path / "bugzoo"
+    shutil.copytree(package / "bugs", copy / "bugs")
+    monkeypatch.setattr(release, "PACKAGE", copy)
+    for bug, sibling, plant_line in [
+            ("init_too_small", "init_too_large", "nn.init.normal_(m.weight, 0.0, std)"),
+            ("init_repeated", "reinit_every_epoch", "model.apply(GPT.init_weights)")]:
+        path = copy / "bugs" / f"{bug}.py"
+        assert release.sibling_bugs(path) == [copy / "bugs" / f"{sibling}.py"]
+        before = release.bug_hash(path)
+        assert before == release.bug_hash(package / "bugs" / f"{bug}.py")
+        sibling_path = copy / "bugs" / f"{sibling}.py"
+        text = sibling_path.read_text()
+        assert text.count(plant_line) == 1, sibling
+        sibling_path.write_text(text.replace(plant_line, f"{plant_line}  # changed"))
+        assert release.bug_hash(path) != before, bug
+        sibling_path.write_text(text)
+    assert release.sibling_bugs(copy / "bugs" / "double_softmax.py") == []
+
+
 @pytest.mark.slow
 def test_the_trace_memoriser_wins_on_the_published_dev_traces_only():
     """On the dev split's published traces it "detects" the bugs, since every clean trace is

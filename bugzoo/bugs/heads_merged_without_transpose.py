@@ -55,8 +55,12 @@ return self.out(out.reshape(b, s, d))""",
 out = weights @ v                                  # [B, H, S, D/H]
 return self.out(out.transpose(1, 2).reshape(b, s, d))""",
     models=("transformer",),
-    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the "
-                          "transformer's attention module; it is not yet planted on the gpt")},
+    inapplicable={"gpt": ("applies to a causal LM, but shows there as another symptom: "
+                          "merging heads without the transpose hands each position outputs "
+                          "computed at later positions, a look-ahead that drives validation "
+                          "loss below the language's entropy and accuracy up, with a large "
+                          "generation gap (as missing_causal_mask), while this card checks "
+                          "accuracy lower; it waits for a symptom check per model")},
     since="1.1",
     reproducers={"transformer": Delta(
         patch=(("return self.out((weights @ v).transpose(1, 2).reshape(b, s, d))",

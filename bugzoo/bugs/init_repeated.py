@@ -3,22 +3,11 @@ whole model (as GPT-2's from-scratch init did in transformers before PR 17877)."
 
 from __future__ import annotations
 
-import torch
 from torch import nn
 
 from bugzoo.bugs.base import Bug, SymptomCheck, patch_method
+from bugzoo.bugs.reinit_every_epoch import initialise
 from bugzoo.train import Trainer
-
-
-def initialise(model: nn.Module) -> None:
-    """The model's initialisation: every layer's own default init (``reset_parameters``), then
-    the small head every bugzoo model starts with."""
-    with torch.no_grad():
-        for module in model.modules():
-            if module is not model and hasattr(module, "reset_parameters"):
-                module.reset_parameters()
-        model.head.weight.mul_(0.1)
-        model.head.bias.zero_()
 
 
 def build_model(self) -> nn.Module:
@@ -43,7 +32,7 @@ BUG = InitRepeated(
     taxonomy={
         "T.transformers-17877": "literal",
         "H.model.type.multiple_init_cnn": "partial: the weights are initialised many times, "
-                                          "at build time, in an MLP or transformer rather "
+                                          "at build time, in an MLP, transformer or GPT rather "
                                           "than a CNN; every draw is a correct init and the "
                                           "last one trains, so only start-up time is lost",
     },
@@ -72,8 +61,6 @@ def init_weights(module):
         module.reset_parameters()
 
 model.apply(init_weights)""",
-    models=("mlp", "transformer"),
-    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the classifiers'"
-                          " initialisation; it is not yet planted on the gpt")},
+    models=("mlp", "transformer", "gpt"),
     since="1.1",
 )

@@ -1,4 +1,5 @@
-"""init_too_large: a deep plain MLP re-initialised with a weight std far above He init."""
+"""init_too_large: every Linear weight re-initialised with a fixed std far above a scaled init
+(a deep plain MLP, the gpt)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ class FixedStdInit(Bug):
 
 BUG = FixedStdInit(
     id="init_too_large",
-    title="Weight initialisation std too large (deep MLP)",
+    title="Weight initialisation std too large",
     category="model",
     taxonomy={
         "H.model.type.wrong_weights_init": "literal",
@@ -34,13 +35,15 @@ BUG = FixedStdInit(
         "J.WCI": "literal",
     },
     honours_onset=False,
-    symptom=("activations grow by a constant factor per layer: the first loss is orders of "
-             "magnitude above log(C), training is erratic and ends worse"),
+    symptom=("activations grow by a constant factor per layer: the first loss is far above "
+             "log(C) (orders of magnitude in a deep MLP), training is erratic and ends worse"),
     check=SymptomCheck("initial_loss", "higher"),
     explanation=("With std=1 instead of sqrt(2/fan_in) (He) each 128-wide ReLU layer multiplies "
                  "the activation scale by about sqrt(128/2)=8. Through eight layers logits reach "
                  "~1e7, the softmax saturates, the first losses are huge and gradients are "
-                 "dominated by a few saturated samples."),
+                 "dominated by a few saturated samples. The gpt starts every Linear weight at "
+                 "std 0.02; std 1 there also redraws its token embedding, which its output head "
+                 "shares, so the first logits are far too large."),
     buggy="""\
 for m in model.modules():
     if isinstance(m, nn.Linear):

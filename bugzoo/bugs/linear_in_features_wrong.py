@@ -28,7 +28,18 @@ def build_head_for_first_stage(self) -> nn.Module:
     return model
 
 
-BUILDERS = {"mlp": build_first_layer_hidden_wide, "resnet": build_head_for_first_stage}
+def build_feed_forward_out_for_model_width(self) -> nn.Module:
+    """gpt: each block's feed-forward output layer is built for the model's width, not the
+    feed-forward hidden width (twice as wide) that reaches it."""
+    model = build_model(self.cfg.model.name, self.data, **self.cfg.model.params)
+    for block in model.backbone.layers:
+        dim = block.mlp[0].in_features
+        block.mlp[2] = nn.Linear(dim, dim)  # The mistake: in_features=dim, not 2 * dim
+    return model
+
+
+BUILDERS = {"mlp": build_first_layer_hidden_wide, "resnet": build_head_for_first_stage,
+            "gpt": build_feed_forward_out_for_model_width}
 
 
 class LinearInFeaturesWrong(Bug):
@@ -53,8 +64,9 @@ BUG = LinearInFeaturesWrong(
     explanation=("nn.Linear(in_features, out_features) holds a weight of shape [out, in] and "
                  "multiplies it with whatever arrives; it does not infer the input width as "
                  "Keras' Dense does. A width typed from the wrong variable (the hidden size for "
-                 "the input layer, the first stage's channels for the head of a CNN) builds "
-                 "fine and fails at the first batch."),
+                 "the input layer, the first stage's channels for the head of a CNN, the model "
+                 "width for a transformer block's feed-forward output layer) builds fine and "
+                 "fails at the first batch."),
     buggy="""\
 layers = []
 for _ in range(depth):
@@ -64,9 +76,7 @@ layers, width = [], in_features
 for _ in range(depth):
     layers += [nn.Linear(width, hidden), nn.ReLU(), nn.Dropout(dropout)]
     width = hidden""",
-    models=("mlp", "resnet"),
-    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the mlp's and "
-                          "resnet's layers; it is not yet planted on the gpt")},
+    models=("mlp", "resnet", "gpt"),
     loud=True,
     # no export delta: the reproducer's buggy script would stop at its traceback, before the
     # SYMPTOM line its summary prints (which has no `crashed` field)

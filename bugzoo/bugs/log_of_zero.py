@@ -12,7 +12,9 @@ from bugzoo.bugs.base import Bug, Delta, SymptomCheck, from_onset, patch_method
 def nll_of_log_softmax(self, logits: Tensor, y: Tensor) -> Tensor:
     # The mistake: softmax underflows to exactly 0 for confident predictions, and log(0) is
     # -inf; its backward computes 0 / 0 = NaN even for classes the loss does not pick.
-    return F.nll_loss(torch.log(torch.softmax(logits, dim=-1)), y)
+    # (Flattened as the clean loss is, for the gpt's per-token logits; padded targets are -100,
+    # nll_loss's default ignore_index.)
+    return F.nll_loss(torch.log(torch.softmax(logits, dim=-1)).flatten(0, -2), y.flatten())
 
 
 class LogOfZero(Bug):
@@ -41,9 +43,7 @@ loss = F.nll_loss(log_probs, y)""",
     fixed="""\
 log_probs = F.log_softmax(logits, dim=-1)       # or F.cross_entropy(logits, y)
 loss = F.nll_loss(log_probs, y)""",
-    models=("mlp",),
-    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the mlp's hand-"
-                          "written loss; it is not yet planted on the gpt")},
+    models=("mlp", "gpt"),
     onset_note="it shows once some logit gap exceeds ~100",
     reproducers={"mlp": Delta(
         patch=(
@@ -51,5 +51,10 @@ loss = F.nll_loss(log_probs, y)""",
              "return F.nll_loss(torch.log(torch.softmax(logits, dim=-1)), y)"),
         ),
         settings={"SPREAD": 10.0, "STEPS": 400, "LR": 0.05},
+    ), "gpt": Delta(
+        patch=(
+            ("return F.cross_entropy(logits.transpose(1, 2), y)  # [B, VOCAB, S] against [B, S]",
+             "return F.nll_loss(torch.log(torch.softmax(logits, dim=-1)).transpose(1, 2), y)"),
+        ),
     )},
 )

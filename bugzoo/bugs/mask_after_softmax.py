@@ -50,6 +50,10 @@ weights = weights * (~key_padding)            # mask after softmax""",
 scores = scores.masked_fill(key_padding, float("-inf"))
 weights = scores.softmax(dim=-1)              # mask before softmax""",
     models=("transformer",),
-    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the "
-                          "transformer's attention module; it is not yet planted on the gpt")},
+    inapplicable={"gpt": ("applies to a causal LM, but shows there as another symptom: "
+                          "applied after the softmax, the causal mask leaves the future keys "
+                          "in each row's normaliser, a look-ahead that drives validation loss "
+                          "below the language's entropy, with a large generation gap (as "
+                          "missing_causal_mask), while this card checks the serving gap across "
+                          "padding widths; it waits for a symptom check per model")},
 )

@@ -6,6 +6,7 @@ from torch import nn
 
 from bugzoo.bugs.base import Bug, Delta, SymptomCheck, patch_method
 from bugzoo.models import build_model
+from bugzoo.models.gpt import GPT
 
 
 def build_mlp_narrow_first_layer(self) -> nn.Module:
@@ -26,7 +27,21 @@ def build_resnet_narrow_last_stage(self) -> nn.Module:
     return build_model(self.cfg.model.name, self.data, **{**params, "widths": widths})
 
 
-BUILDERS = {"mlp": build_mlp_narrow_first_layer, "resnet": build_resnet_narrow_last_stage}
+def build_gpt_narrow_feed_forward(self) -> nn.Module:
+    """gpt: the feed-forward hidden layer has 2 * dim // 64 units (2 of 128) in every block,
+    whose code is written once; the narrow layers get the gpt's own initialisation."""
+    model = build_model(self.cfg.model.name, self.data, **self.cfg.model.params)
+    for block in model.backbone.layers:
+        first, second = block.mlp[0], block.mlp[2]
+        narrow = first.out_features // 64  # The mistake: // 64 where the layer keeps its width
+        block.mlp[0] = nn.Linear(first.in_features, narrow)
+        block.mlp[2] = nn.Linear(narrow, second.out_features)
+        block.mlp.apply(GPT.init_weights)
+    return model
+
+
+BUILDERS = {"mlp": build_mlp_narrow_first_layer, "resnet": build_resnet_narrow_last_stage,
+            "gpt": build_gpt_narrow_feed_forward}
 
 
 class NarrowBottleneck(Bug):
@@ -50,7 +65,9 @@ BUG = NarrowBottleneck(
                  "ReLU units (or two channels before global pooling) every input is summarised "
                  "by at most two numbers, too few to keep six classes apart, and a unit that "
                  "dies takes half of the signal with it. The rest of the network is wide enough, "
-                 "so the loss just stalls at a level the clean model passes early."),
+                 "so the loss just stalls at a level the clean model passes early. In the gpt "
+                 "the narrow layer is each block's feed-forward layer, behind a residual "
+                 "connection that attention's output still passes through."),
     buggy="""\
 self.backbone = nn.Sequential(
     nn.Linear(in_features, hidden // 64), nn.ReLU(), nn.Dropout(dropout),   # 2 units
@@ -59,9 +76,7 @@ self.backbone = nn.Sequential(
 self.backbone = nn.Sequential(
     nn.Linear(in_features, hidden), nn.ReLU(), nn.Dropout(dropout),
     nn.Linear(hidden, hidden), nn.ReLU(), nn.Dropout(dropout))""",
-    models=("mlp", "resnet"),
-    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the mlp's and "
-                          "resnet's layers; it is not yet planted on the gpt")},
+    models=("mlp", "resnet", "gpt"),
     reproducers={"mlp": Delta(
         patch=(
             ("nn.Linear(DIM, 64), nn.ReLU(), nn.Dropout(0.2),\n"
@@ -73,6 +88,11 @@ self.backbone = nn.Sequential(
         patch=(
             ("model = ResNet(mean, std)\n",
              "model = ResNet(mean, std, (16, 32 // 16))\n"),
+        ),
+    ), "gpt": Delta(  # the block's code is written once: every block gets the narrow layer
+        patch=(
+            ("nn.Linear(DIM, 4 * DIM), nn.GELU(), nn.Linear(4 * DIM, DIM)",
+             "nn.Linear(DIM, 4 * DIM // 128), nn.GELU(), nn.Linear(4 * DIM // 128, DIM)"),
         ),
     )},
     since="1.1",

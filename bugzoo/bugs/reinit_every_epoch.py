@@ -6,12 +6,18 @@ import torch
 from torch import nn
 
 from bugzoo.bugs.base import Bug, Delta, SymptomCheck, from_onset, patch_method
+from bugzoo.models.gpt import GPT
 
 
 def initialise(model: nn.Module) -> None:
-    """The models' weight initialisation (as the build gives it): every layer's own default init
-    (``reset_parameters``), then a small head so the first loss is about log(C)."""
+    """The models' weight initialisation, as their builds give it. The gpt's is its own
+    ``init_weights`` on every module (its head is the token embedding, drawn with it); the
+    classifiers' is every layer's own default init (``reset_parameters``), then a small head so
+    the first loss is about log(C)."""
     with torch.no_grad():
+        if isinstance(model, GPT):
+            model.apply(GPT.init_weights)
+            return
         for module in model.modules():
             if module is not model and hasattr(module, "reset_parameters"):
                 module.reset_parameters()
@@ -38,8 +44,9 @@ BUG = ReinitEveryEpoch(
         "H.model.type.multiple_init_cnn": "literal",
     },
     symptom=("the training loss falls within each epoch, then jumps back to its first value "
-             "(about log C) as the next epoch begins, a saw-tooth; validation never gets past "
-             "what one epoch can learn and ends with a higher loss than a clean run's"),
+             "(about log C; log V on the gpt) as the next epoch begins, a saw-tooth; validation "
+             "never gets past what one epoch can learn and ends with a higher loss than a clean "
+             "run's"),
     check=SymptomCheck("final_val_loss", "higher"),
     explanation=("An initialisation call placed inside the epoch loop throws away everything the "
                  "model learnt at each epoch boundary: the weights are drawn afresh while the "
@@ -61,11 +68,10 @@ optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
 for epoch in range(epochs):
     for x, y in loader:
         ...""",
-    models=("mlp", "lstm"),
-    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the classifiers'"
-                          " loops; it is not yet planted on the gpt")},
+    models=("mlp", "lstm", "gpt"),
     onset=125,
-    onset_note=("the first epoch boundary: 4000 training rows in batches of 32 (the first "
+    onset_note=("the first epoch boundary: 4000 training rows (sentences, on the gpt) in batches"
+                " of 32 (the first "
                 "epoch's weights are the build's own initialisation)"),
     reproducers={"mlp": Delta(
         patch=(
@@ -81,6 +87,16 @@ for epoch in range(epochs):
              "    for m in model.modules():\n"
              "        if hasattr(m, \"reset_parameters\"):\n"
              "            m.reset_parameters()\n"
+             "    order = torch.randperm(len(train[-1]))\n"),
+        ),
+    ), "gpt": Delta(  # the template's build: each layer's own init, then GPT-2's for the tables
+        patch=(
+            ("    order = torch.randperm(len(train[-1]))\n",
+             "    for m in model.modules():\n"
+             "        if hasattr(m, \"reset_parameters\"):\n"
+             "            m.reset_parameters()\n"
+             "    for table in (model.tokens, model.positions):\n"
+             "        nn.init.normal_(table.weight, std=0.02)\n"
              "    order = torch.randperm(len(train[-1]))\n"),
         ),
     )},
