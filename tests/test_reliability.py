@@ -28,7 +28,7 @@ from bugzoo.harness import processes, store
 from bugzoo.harness.pool import RunTask, parked_workers, run_task, run_tasks
 from bugzoo.harness.processes import server_pids
 from bugzoo.harness.runner import execute
-from bugzoo.harness.sweep import is_done, plan_runs, select_scenarios, sweep
+from bugzoo.harness.sweep import is_done, plan_runs, resume_state, select_scenarios, sweep
 from bugzoo.judge.scoring import score_sweep
 from bugzoo.scenarios import get_scenario
 from bugzoo.telemetry import TIMING_COLUMNS
@@ -343,9 +343,12 @@ def test_a_resumed_sweep_makes_again_the_runs_other_code_made(tmp_path):
     assert made["key"] == today and made["release"] == release.digest()
     task = RunTask(scenario, 0, (), ("nonfinite",), str(tmp_path), False, 60.0)
     task.path.mkdir(parents=True)
-    for stored, done in [({"key": today}, True), ({"key": "0" * 16}, False),
-                         ({"release": release.digest()}, True), ({"release": "0" * 16}, False),
-                         ({"key": today, "detectors": {}}, False)]:  # a detector did not watch
+    assert resume_state(task) == "missing"
+    for stored, state in [({"key": today}, "done"), ({"key": "0" * 16}, "other code"),
+                          ({"release": release.digest()}, "done"),
+                          ({"release": "0" * 16}, "other code"),
+                          ({"key": today, "detectors": {}}, "unwatched")]:
         stored = {"detectors": {"nonfinite": {}}, **stored}
         (task.path / "summary.json").write_text(json.dumps(stored))
-        assert is_done(task) is done, stored
+        assert resume_state(task) == state, stored
+        assert is_done(task) is (state == "done"), stored

@@ -174,15 +174,23 @@ def run_timeout(scenarios: list[Scenario], overrides: list[str]) -> float:
 
 
 # ----------------------------------------------------------------------------- running
-def is_done(task: RunTask) -> bool:
-    """A run counts as done when its folder is complete, every requested detector watched, and
-    today's code made it (:func:`made_by_todays_code`): a sweep resumed after the code changed
-    makes again the runs the change decides differently, never mixing them in."""
+def resume_state(task: RunTask) -> str:
+    """What a sweep finds of the task's run: ``"missing"`` (no complete folder),
+    ``"other code"`` (made by code other than this checkout's, :func:`made_by_todays_code`),
+    ``"unwatched"`` (a requested detector did not watch it) or ``"done"``. A sweep resumed after
+    the code changed makes again the runs the change decides differently, never mixing them in."""
     if not store.is_complete(task.path):
-        return False
+        return "missing"
     summary = store.read_summary(task.path)
+    if not made_by_todays_code(summary, task.scenario.id):
+        return "other code"
     watched = summary.get("detectors") or {}
-    return set(task.detectors) <= set(watched) and made_by_todays_code(summary, task.scenario.id)
+    return "done" if set(task.detectors) <= set(watched) else "unwatched"
+
+
+def is_done(task: RunTask) -> bool:
+    """A run counts as done when today's code made it and every requested detector watched."""
+    return resume_state(task) == "done"
 
 
 def made_by_todays_code(summary: dict, scenario: str) -> bool:
@@ -202,12 +210,13 @@ def remove_partial(out: Path) -> None:
 
 def sweep(tasks: list[RunTask], workers: int, progress: bool = True) -> Counter:
     """Run the tasks not done yet; returns a count of outcomes of the runs made now."""
-    todo = [t for t in tasks if not is_done(t)]
-    if len(todo) < len(tasks):
-        log.info("resuming: %d of %d runs already complete", len(tasks) - len(todo), len(tasks))
-    if other := sum(store.is_complete(t.path) and not made_by_todays_code(
-            store.read_summary(t.path), t.scenario.id) for t in todo):
-        log.info("making again: %d stored runs that other code made", other)
+    states = [resume_state(t) for t in tasks]
+    todo = [t for t, state in zip(tasks, states, strict=True) if state != "done"]
+    found = Counter(states)
+    if found["done"]:
+        log.info("resuming: %d of %d runs already complete", found["done"], len(tasks))
+    if found["other code"]:
+        log.info("making again: %d stored runs that other code made", found["other code"])
     outcomes: Counter = Counter()
     with tqdm(total=len(todo), unit="run", disable=not progress, dynamic_ncols=True) as bar:
         for record in run_tasks(todo, workers):
