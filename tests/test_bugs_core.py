@@ -71,13 +71,14 @@ def test_mask_after_softmax_rows_lose_mass_only_with_padding():
 
 
 @pytest.mark.slow
-def test_mask_after_softmax_scores_served_reviews_worse_in_every_seed():
-    """The symptom over 5 seeds: the same validation reviews lose accuracy when served padded to
-    a fixed width (the serving check), while the clean model scores them identically (exactly,
-    whatever it learned: one short control run shows it)."""
+def test_mask_after_softmax_scores_served_reviews_worse():
+    """The same validation reviews lose accuracy when served padded to a fixed width (the
+    serving check), while the clean model scores them identically (exactly, whatever it
+    learned: one short control run shows it). Two seeds here; results/validity.md proves the
+    scenario over 5."""
     settings = ["harness.eval_interval=150", "data.params.serve_pad_to=128"]
     buggy = [execute(compose_run(["scenario=transformer-mask_after_softmax", "harness.steps=150",
-                                  *settings, f"seed={seed}"])).summary for seed in range(5)]
+                                  *settings, f"seed={seed}"])).summary for seed in range(2)]
     assert min(run["serving_gap"] for run in buggy) > 0, [run["serving_gap"] for run in buggy]
     clean = execute(compose_run(["scenario=transformer-clean-serving_pad256", "harness.steps=40",
                                  *settings])).summary
