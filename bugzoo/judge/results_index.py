@@ -48,6 +48,8 @@ NOTES = {
                         "suites, per model",
     "perf/baselines.md": "initial loss, single-batch overfit, accuracy and wall time per model",
     "perf/sweep.md": "the same sweep on 1 worker and on 2",
+    "perf/suite.md": "README's test command against its 8-minute budget, with a reference run "
+                     "that gives the machine's speed that day; `perf/suite.csv` per test file",
     "perf/profile.md": "each phase of a bench's runs, the pool's slots held and idle "
                        "(`perf/profile_sweep.csv`), and telemetry's parts per step on each "
                        "model (`perf/profile_telemetry.csv`)",

@@ -1,0 +1,116 @@
+"""How long README's test command takes, against its budget of 8 minutes on 2 cores.
+
+Runs the suite as README does (``pytest -q -n 2``, with per-test durations) and writes
+``results/perf/suite.csv`` (seconds each test file held a worker, and its tests) and
+``results/perf/suite.md`` (the run's wall and CPU time, and the files that cost most).
+
+The machine's speed moves from day to day, so the page also times a fixed workload before and
+after the suite, in this process: one clean mlp run on its defaults, in CPU seconds. Compare two
+suite times only together with it.
+
+    python tests/suite_time.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from bugzoo.config import compose_run
+from bugzoo.harness.runner import execute
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMAND = ["pytest", "-q", "-n", "2"]  # README's, after its install step
+BUDGET_S = 480
+DURATION = re.compile(r"^([0-9.]+)s (call|setup|teardown)\s+(\S+?)::")
+OUTCOME = re.compile(r"^=* ?(\d+ passed.*) in [0-9.]+s")
+
+
+def reference_cpu_s(repeats: int = 3) -> float:
+    """CPU seconds of one clean mlp run on its defaults (median of ``repeats``), one thread."""
+    torch.set_num_threads(1)
+    cfg = compose_run(["scenario=mlp-clean"])
+    times = []
+    for _ in range(repeats):
+        start = time.process_time()
+        execute(copy.deepcopy(cfg))
+        times.append(time.process_time() - start)
+    return statistics.median(times)
+
+
+def children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_suite() -> tuple[float, float, str]:
+    """Wall seconds, CPU seconds (every process the suite started and waited for) and output."""
+    cpu, start = children_cpu_s(), time.monotonic()
+    done = subprocess.run([sys.executable, "-m", *COMMAND, "--durations=0", "--durations-min=0",
+                           "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True)
+    wall = time.monotonic() - start
+    if done.returncode != 0:
+        sys.exit(f"the suite failed (exit {done.returncode}): {done.stdout[-2000:]}")
+    return wall, children_cpu_s() - cpu, done.stdout
+
+
+def per_file(output: str) -> pd.DataFrame:
+    """Seconds each test file held a worker (setup, call and teardown) and its test count."""
+    rows = [(m[3], float(m[1]), m[2] == "call") for line in output.splitlines()
+            if (m := DURATION.match(line))]
+    frame = pd.DataFrame(rows, columns=["file", "worker_s", "call"])
+    return (frame.groupby("file").agg(worker_s=("worker_s", "sum"), tests=("call", "sum"))
+            .sort_values("worker_s", ascending=False).round(1).reset_index())
+
+
+def page(wall: float, cpu: float, before: float, after: float, outcome: str,
+         files: pd.DataFrame) -> str:
+    top = files.head(15)
+    lines = [
+        "# Test suite time", "",
+        "Made by `python tests/suite_time.py`: README's test command (`pytest -q -n 2`) on this "
+        "machine's 2 cores, against the budget of 8 minutes. *Reference* is the CPU time of one "
+        "clean mlp run on its defaults, timed in one process before and after the suite: the "
+        "machine's speed moves from day to day, so compare suite times only beside it. "
+        "*Worker seconds* are the time a test file held a pytest worker (its tests' setup, call "
+        "and teardown, waiting on the processes they start included).", "",
+        "| measure | value |", "|---|---|",
+        f"| wall time | {wall:.0f} s (budget {BUDGET_S} s) |",
+        f"| CPU time of the suite's processes | {cpu:.0f} s |",
+        f"| reference run, before / after | {before:.2f} / {after:.2f} CPU-s |",
+        f"| outcome | {outcome} |", "",
+        f"The {len(top)} files that held workers longest, of {len(files)} "
+        "(all in `results/perf/suite.csv`):", "",
+        "| file | worker seconds | tests |", "|---|---|---|",
+        *(f"| {r.file} | {r.worker_s:.1f} | {r.tests} |" for r in top.itertuples()), ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "results" / "perf")
+    args = parser.parse_args(argv)
+    before = reference_cpu_s()
+    wall, cpu, output = run_suite()
+    after = reference_cpu_s()
+    outcome = next((m[1] for line in output.splitlines() if (m := OUTCOME.match(line))), "?")
+    files = per_file(output)
+    args.out.mkdir(parents=True, exist_ok=True)
+    files.to_csv(args.out / "suite.csv", index=False)
+    (args.out / "suite.md").write_text(page(wall, cpu, before, after, outcome, files))
+    print(f"suite: {wall:.0f} s wall, {cpu:.0f} CPU-s; reference {before:.2f} / {after:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
