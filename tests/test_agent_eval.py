@@ -1,6 +1,7 @@
 """The agent track end to end: Inspect AI runs two bugzoo tasks with its mock model, no network.
 The scripted agent fixes one task in its sandbox and leaves the other as it was; the retraining
-grader scores them 1 and 0."""
+grader scores them 1 and 0. (Inspect AI is imported by the tests that use it, not at collection,
+where every pytest worker would pay seconds for it.)"""
 
 from __future__ import annotations
 
@@ -8,11 +9,8 @@ import json
 
 import pytest
 from conftest import named
-from inspect_ai import eval as inspect_eval
-from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
 from bugzoo.errors import UsageError
-from bugzoo.teach.tasks.agent_eval import find_and_fix, samples
 from bugzoo.teach.tasks.make import make_task
 
 TASKS = {"task-01": "mlp-double_softmax", "task-02": "mlp-batch_collapsed"}
@@ -30,6 +28,7 @@ def scripted_agent(fixes: dict[str, tuple[str, str]]):
     """A mock model's replies: on a task in ``fixes``, one python call that writes the fixed
     script and the answer, then submit; on any other task, submit at once. Each reply states
     its token usage, which the mock model would otherwise count with a tokenizer it downloads."""
+    from inspect_ai.model import ModelOutput, ModelUsage
 
     def reply(messages, tools, tool_choice, config) -> ModelOutput:
         task = next(t for t in TASKS if t in messages[1].text)
@@ -48,6 +47,11 @@ def scripted_agent(fixes: dict[str, tuple[str, str]]):
 
 @pytest.mark.slow
 def test_an_agent_that_fixes_a_task_scores_and_one_that_does_not_fails(task_set):
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.model import get_model
+
+    from bugzoo.teach.tasks.agent_eval import find_and_fix
+
     key = task_set / "keys" / "task-01"
     fix = ((key / "fixed.py").read_text(), json.loads((key / "key.json").read_text())["category"])
     model = get_model("mockllm/model", custom_outputs=scripted_agent({"task-01": fix}))
@@ -62,6 +66,8 @@ def test_an_agent_that_fixes_a_task_scores_and_one_that_does_not_fails(task_set)
 
 
 def test_the_samples_show_the_task_folder_and_name_no_bug(task_set):
+    from bugzoo.teach.tasks.agent_eval import samples
+
     found = samples(task_set)
     assert [s.id for s in found] == list(TASKS)
     for sample, scenario in zip(found, TASKS.values(), strict=True):
