@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from multiprocessing import forkserver
 from pathlib import Path
 
 import faults
@@ -300,13 +301,33 @@ def test_the_next_sweep_of_a_process_reuses_its_idle_workers_unless_the_environm
         assert sweep([task], workers=1, progress=False) == {"completed": 1}
 
     one_run(0)
-    kept = parked_workers()
+    kept, server = parked_workers(), forkserver._forkserver._forkserver_pid
     assert kept, "the sweep kept no idle worker"
     one_run(1)
     assert parked_workers() == kept, "the second sweep started a worker of its own"
     monkeypatch.setenv("BUGZOO_POOL_TEST", "1")  # a worker reads its environment once
     one_run(2)
     assert parked_workers() - kept, "a worker started before the change was given a task"
+    assert forkserver._forkserver._forkserver_pid != server
+    # back in the first environment, its server forks again: it need not import anything anew
+    monkeypatch.delenv("BUGZOO_POOL_TEST")
+    one_run(3)
+    assert forkserver._forkserver._forkserver_pid == server
+    assert server in server_pids()
+
+
+def test_a_variable_a_library_sets_to_its_own_default_keeps_the_fork_server(monkeypatch):
+    """torch sets its compile cache folder in the environment on first use, joblib an OpenMP
+    workaround on import: a worker would set each to the same value, so neither starts
+    another server; another value does, as any other variable would."""
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    before = processes.environment_key()
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", os.path.abspath(default_cache_dir()))
+    monkeypatch.setenv("KMP_INIT_AT_FORK", "FALSE")
+    assert processes.environment_key() == before
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/elsewhere")
+    assert processes.environment_key() != before
 
 
 def ask_at_once(start: threading.Barrier) -> None:
