@@ -11,6 +11,7 @@ import time
 import faults
 import pytest
 
+from bugzoo.cli import main as cli_main
 from bugzoo.commands import command_line
 from bugzoo.config import compose_run
 from bugzoo.detector import Detector
@@ -176,12 +177,9 @@ def test_slow_detector_is_cut_off_and_run_survives():
 def test_exclusive_detector_gets_a_run_of_its_own(tmp_path):
     # anomaly mode turns lr_too_high's NaN into a crash; sharing its run would blind nonfinite
     out = tmp_path / "sweep"
-    done = subprocess.run(
-        [sys.executable, "-m", "bugzoo.cli", "bench", "--scenarios", "mlp-lr_too_high",
-         "--seeds", "0", "--workers", "1", "--out", str(out), "--no-progress", "--no-overhead",
-         "--detectors", "nonfinite", "anomaly", "harness.steps=30", "harness.eval_interval=10"],
-        capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert cli_main(["bench", "--scenarios", "mlp-lr_too_high", "--seeds", "0", "--workers", "1",
+                     "--out", str(out), "--no-progress", "--no-overhead", "--detectors",
+                     "nonfinite", "anomaly", "harness.steps=30", "harness.eval_interval=10"]) == 0
     shared, own = out / "mlp-lr_too_high" / "seed0", out / "mlp-lr_too_high" / "seed0.anomaly"
     assert set(store.read_summary(shared)["detectors"]) == {"nonfinite"}
     assert set(store.read_summary(own)["detectors"]) == {"anomaly"}

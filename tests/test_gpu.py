@@ -3,8 +3,6 @@ wheels, and the docs quote the committed GPU figures (``results/gpu/``)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -22,13 +20,13 @@ GPU = ROOT / "results" / "gpu"
 
 @pytest.fixture(scope="module")
 def dry_pass(tmp_path_factory):
-    """The whole dry pass, in a process of its own as a user would start it."""
+    """The whole dry pass, as the command runs it (in this process: its runs are forked from
+    the test process's fork server, which other tests' sweeps have started already)."""
     runs = tmp_path_factory.mktemp("gpu-dry")
-    # one worker: the pass's sweeps are a few tiny runs each, and a second worker would cost
-    # a third of its CPU time in interpreter starts alone
-    done = subprocess.run([sys.executable, "-m", "bugzoo.cli", "gpu", "--dry-run", "--workers",
-                           "1", "--runs", str(runs), "--out", str(runs / "files")], cwd=ROOT)
-    return done.returncode, runs / "files"
+    # one worker: the pass's sweeps are a few tiny runs each
+    status = cli(["gpu", "--dry-run", "--workers", "1", "--runs", str(runs),
+                  "--out", str(runs / "files")])
+    return status, runs / "files"
 
 
 @pytest.mark.slow
