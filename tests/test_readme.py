@@ -168,12 +168,15 @@ def test_quoted_figures_match_committed_results():
     assert f"the test split: {made:,} runs, then the overhead pairs" in SPEED
     overhead = pd.read_csv(RESULTS / "perf" / "overhead.csv")
     ratio = overhead.set_index(["variant", "model"])["median_x"]
-    suite_x = " / ".join(f"{ratio['suite: built-ins', m]:.2f}"
-                         for m in ("lstm", "transformer", "resnet"))
+    others = ("lstm", "transformer", "resnet", "gpt")
+    suite_x = " / ".join(f"{ratio['suite: built-ins', m]:.2f}" for m in others)
     assert f"| {suite_x} x (mlp {ratio['suite: built-ins', 'mlp']:.2f} x" in SPEED
-    telemetry = " / ".join(f"{ratio['telemetry', m]:.2f}"
-                           for m in ("mlp", "lstm", "transformer", "resnet"))
+    telemetry = " / ".join(f"{ratio['telemetry', m]:.2f}" for m in ("mlp", *others))
     assert f"| {telemetry} x" in SPEED
+    every, anomaly = (" / ".join(f"{ratio[variant, m]:.2f}" for m in others)
+                      for variant in ("all detectors", "anomaly"))
+    assert f"| {every} x (`anomaly` alone: {anomaly} x;" in SPEED
+    assert "as `mode_check` does\non the gpt" in SPEED and ratio["mode_check", "gpt"] < 1
     efficiency = pd.read_csv(RESULTS / "perf" / "sweep.csv").set_index(
         ["compositions", "workers"])["efficiency"]
     assert (f"| {efficiency['kept', 2]:.2f} with every composition kept (1 worker: "
