@@ -53,7 +53,7 @@ STANDARD_STARTS = ("fork", "spawn", "forkserver")  # multiprocessing's own start
 
 _server_environment: int | None = None
 # servers of other environments, newest last: environment key -> (pid, alive fd, address)
-_parked: dict[int, tuple[int, int, str]] = {}
+_parked: dict[int | None, tuple[int, int, str]] = {}
 _retired: list[int] = []  # servers let go, left to exit with their last worker
 # one thread at a time restarts the server or collects retired ones (task validation starts a
 # script and its twin from two threads)
