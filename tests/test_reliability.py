@@ -316,6 +316,39 @@ def test_the_next_sweep_of_a_process_reuses_its_idle_workers_unless_the_environm
     assert server in server_pids()
 
 
+def test_parked_servers_beyond_two_are_let_go_and_a_dead_one_is_not_unparked(
+        monkeypatch, tmp_path):
+    """Servers are parked per environment up to ``PARKED_SERVERS``; the oldest beyond that is
+    let go (its alive pipe closed, its socket file removed, its exit collected), and a parked
+    server that has died is let go instead of made the running one. (Stand-ins here: a pipe,
+    a file and an ended process for each server, in a fork-server object of the test's own.)"""
+    monkeypatch.setattr(forkserver, "_forkserver", forkserver.ForkServer())
+    monkeypatch.setattr(processes, "_parked", {})
+    monkeypatch.setattr(processes, "_retired", [])
+    server = forkserver._forkserver
+    started = []
+    for key in range(4):
+        read_end, alive = os.pipe()
+        address = tmp_path / f"server{key}"
+        address.touch()
+        pid = os.posix_spawnp("true", ["true"], os.environ)
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # ended, its status not collected
+        server._forkserver_pid, server._forkserver_alive_fd = pid, alive
+        server._forkserver_address = str(address)
+        started.append((read_end, address))
+        processes._park_server(key)
+    assert list(processes._parked) == [2, 3]  # the two newest
+    for read_end, address in started[:2]:
+        assert os.read(read_end, 1) == b"" and not address.exists()  # alive pipe closed
+    assert not processes._unpark_server(3)  # its process has ended: let go, not served
+    assert server._forkserver_pid is None and list(processes._parked) == [2]
+    processes._reap_retired()
+    assert processes._retired == []
+    for read_end, _ in started:
+        os.close(read_end)
+    os.close(processes._parked.pop(2)[1])
+
+
 def test_a_variable_a_library_sets_to_its_own_default_keeps_the_fork_server(monkeypatch):
     """torch sets its compile cache folder in the environment on first use, joblib an OpenMP
     workaround on import: a worker would set each to the same value, so neither starts
