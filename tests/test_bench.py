@@ -9,6 +9,7 @@ import sys
 import time
 
 import faults
+import pandas as pd
 import pytest
 
 from bugzoo.cli import main as cli_main
@@ -203,3 +204,31 @@ def test_sweep_made_by_several_commands_names_each_once(tmp_path):
     expected = "bugzoo bench` then `bugzoo bench --detectors anomaly"
     assert store.read_sweep_command(tmp_path) == expected
     assert store.read_sweep_command(tmp_path / "none") is None
+
+
+def test_a_stopped_bench_records_its_time_and_the_command_that_resumes_it_adds_its_own(
+        tmp_path, monkeypatch, capsys):
+    """A bench stopped by SIGTERM (as a batch system or a closing session stops it) records
+    its wall time and the runs it made before it exits; the command that finishes the sweep
+    adds its own row, so sweep_time.csv accounts for every run."""
+    from bugzoo.judge import bench
+
+    out = tmp_path / "sweep"
+    argv = ["bench", "--scenarios", "mlp-double_softmax", "--seeds", "0", "--workers", "1",
+            "--out", str(out), "--no-progress", "--no-overhead", "--detectors", "nonfinite",
+            "harness.steps=20", "harness.eval_interval=10"]
+    real = bench.sweep
+
+    def stopped_after_one_run(tasks, workers, progress):
+        real(tasks[:1], workers, progress=progress)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the signal arrives first
+
+    monkeypatch.setattr(bench, "sweep", stopped_after_one_run)
+    assert cli_main(argv) == 130
+    assert "runs made: 1 (recorded in" in capsys.readouterr().err
+    assert signal.getsignal(signal.SIGTERM) is not bench._interrupt  # put back
+    monkeypatch.undo()
+    assert cli_main(argv) == 0
+    rows = pd.read_csv(out / "sweep_time.csv")
+    assert rows["runs_made"].tolist() == [1, 1] and (rows["wall_s"] > 0).all()

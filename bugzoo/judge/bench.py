@@ -19,7 +19,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -66,6 +70,34 @@ def the_split(out: Path, name: str, seeds: list[int]) -> Split:
     split = Split.test(len(BENCH_SEEDS.split(","))) if name == "test" else Split.dev(seeds)
     store.write_split(out, split.as_dict())
     return split
+
+
+@contextmanager
+def recorded_if_stopped(out: Path, tasks: list, start: float, workers: int,
+                        made: int | None = None) -> Iterator[None]:
+    """Record the command's wall time and the runs it made in ``sweep_time.csv`` if it is
+    stopped (Ctrl-C, or SIGTERM as a batch system or a closing session sends it), so that a
+    sweep finished by a later command still accounts for all its time: each command adds its
+    row. ``made``: the runs made before this part (else counted from the stored runs)."""
+    before = None if made is not None else sum(is_done(t) for t in tasks)
+    main_thread = threading.current_thread() is threading.main_thread()  # signals go there
+    previous = signal.signal(signal.SIGTERM, _interrupt) if main_thread else None
+    try:
+        yield
+    except KeyboardInterrupt:
+        runs = made if made is not None else sum(is_done(t) for t in tasks) - before
+        store.add_sweep_time(out, time.perf_counter() - start, runs, workers)
+        log.warning("stopped after %.0f min, runs made: %d (recorded in %s); the same "
+                    "command resumes the sweep", (time.perf_counter() - start) / 60, runs,
+                    out / store.SWEEP_TIME)
+        raise
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def measure_overhead(out: Path, models: list[str], detectors: list[str], workers: int,
@@ -181,12 +213,14 @@ def main(argv: list[str]) -> int:
              "controls, detectors %s, %d workers -> %s", name, split.name, len(scenarios),
              len(split.seeds), ", ".join(chosen), options.workers, out)
     start = time.perf_counter()
-    if args.launcher:
-        todo = [t for t in tasks if not is_done(t)]
-        outcomes = launch(todo, out, args.launcher, launcher_overrides, args.jobs or 1,
-                          options.workers, options.progress)
-    else:
-        outcomes = sweep(tasks, options.workers, progress=options.progress)
+    workers = options.workers * (args.jobs or 1)
+    with recorded_if_stopped(out, tasks, start, workers):
+        if args.launcher:
+            todo = [t for t in tasks if not is_done(t)]
+            outcomes = launch(todo, out, args.launcher, launcher_overrides, args.jobs or 1,
+                              options.workers, options.progress)
+        else:
+            outcomes = sweep(tasks, options.workers, progress=options.progress)
     log.info("runs made now: %s", ", ".join(f"{n} {outcome}" for outcome, n in outcomes.items())
              or "none (all complete)")
     if args.launcher and (missing := [t for t in todo if not is_done(t)]):
@@ -195,11 +229,12 @@ def main(argv: list[str]) -> int:
                   args.launcher, out / LAUNCH_DIR)
         return 1
     if not args.no_overhead:
-        measure_overhead(out, sorted({s.model for s in scenarios}), chosen, options.workers,
-                         QUICK_OVERHEAD_BLOCKS if args.quick else OVERHEAD_BLOCKS,
-                         options.progress)
-    store.add_sweep_time(out, time.perf_counter() - start, sum(outcomes.values()),
-                         options.workers * (args.jobs or 1))
+        with recorded_if_stopped(out, tasks, start, workers, made=sum(outcomes.values())):
+            measure_overhead(out, sorted({s.model for s in scenarios}), chosen,
+                             options.workers,
+                             QUICK_OVERHEAD_BLOCKS if args.quick else OVERHEAD_BLOCKS,
+                             options.progress)
+    store.add_sweep_time(out, time.perf_counter() - start, sum(outcomes.values()), workers)
     print(score_sweep(out, command=f"bugzoo score {out}"))
     if args.quick:
         print("`bugzoo bench --quick` is a smoke test: it checks that benching works, on a "
