@@ -72,7 +72,9 @@ FIXED = [
           "from which `leaderboard(...)` recomputes it", "`bugzoo score results/runs/test "
           "--publish`", linked=False),
     Entry(("sweep_time.csv",), "The wall time of the reference bench: runs made, workers, "
-          "cores", "`bugzoo bench --split test --sweep test`", linked=False),
+          "cores, one row per command (a command stopped by Ctrl-C or SIGTERM records its "
+          "part, and the one that resumes the sweep adds its own)",
+          "`bugzoo bench --split test --sweep test`", linked=False),
     Entry(("split.json",), "The test split the reference board was scored on: its training "
           "seeds and data-seed offsets, drawn from OS entropy, and when",
           "`bugzoo bench --split test --sweep test`", linked=False),
