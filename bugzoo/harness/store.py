@@ -174,7 +174,9 @@ def add_sweep_time(sweep_dir: Path, wall_s: float, runs: int, workers: int) -> N
     rows = pd.read_csv(path).to_dict("records") if path.is_file() else []
     rows.append({"wall_s": round(wall_s, 1), "runs_made": runs, "workers": workers,
                  "cpus": os.cpu_count()})
-    pd.DataFrame(rows).to_csv(path, index=False)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")  # a stop mid-write keeps the old
+    pd.DataFrame(rows).to_csv(tmp, index=False)
+    os.replace(tmp, path)
 
 
 def read_split(sweep_dir: Path) -> dict | None:

@@ -85,6 +85,8 @@ def recorded_if_stopped(out: Path, tasks: list, start: float, workers: int,
     try:
         yield
     except KeyboardInterrupt:
+        if main_thread:  # a second SIGTERM ends the process at once
+            signal.signal(signal.SIGTERM, previous)
         runs = made if made is not None else sum(is_done(t) for t in tasks) - before
         store.add_sweep_time(out, time.perf_counter() - start, runs, workers)
         log.warning("stopped after %.0f min, runs made: %d (recorded in %s); the same "
