@@ -124,8 +124,9 @@ def _environment() -> frozenset[tuple[str, str]]:
 
 
 def server_pids() -> set[int]:
-    """The fork servers this process has started that still run: the current one (it lives as
-    long as this process) and retired ones whose workers have not all ended yet."""
+    """The fork servers this process has started that still run: the current one and the parked
+    ones (each lives as long as this process, or until let go), and those let go whose workers
+    have not all ended yet."""
     _reap_retired()
     current = forkserver._forkserver._forkserver_pid
     parked = {pid for pid, _, _ in _parked.values()}
