@@ -114,6 +114,11 @@ def test_readme_headline_figures_match_committed_results():
     assert (f"Its recall is {interval(suite, 'recall')} and its control alarms "
             f"{interval(suite, 'matched_false_alarm_rate')}; on healthy variants it alarms on "
             f"{interval(suite, 'healthy_false_alarm_rate')} of runs") in text
+    from bugzoo.judge.scoring import HEALTHY_LIMIT
+
+    above = suite["healthy_false_alarm_rate"] > HEALTHY_LIMIT
+    assert (f"of runs, above the board's flag at {HEALTHY_LIMIT}" in text) == above, (
+        "README says whether the suite's healthy false-alarm rate is above the board's flag")
     for names in (("always_alarm", "never_alarm", "random_alarm"),
                   ("settings_reader", "trace_memoriser")):
         assert " / ".join(interval(b.loc[d], "score") for d in names) in text, names
