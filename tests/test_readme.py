@@ -490,3 +490,15 @@ def test_telemetry_per_step_is_quoted_as_measured():
     others = " / ".join(f"{us('step with telemetry', m):.2f}"
                         for m in ("lstm", "transformer", "resnet"))
     assert f"they come to {others} x" in text
+
+
+def test_a_detector_that_breaks_on_the_causal_lm_is_named_as_measured():
+    """README and the scoring page say that ``overfit_probe`` fails at setup on every causal-LM
+    run exactly while the published outcomes show it."""
+    outcomes = pd.read_parquet(RESULTS / "outcomes.parquet")
+    probe = outcomes[(outcomes["detector"] == "overfit_probe") & (outcomes["model"] == "gpt")]
+    failed_on_every_run = bool(len(probe)) and bool(
+        probe["detector_error"].fillna("").str.startswith("setup:").all())
+    assert ("`overfit_probe` fails at setup on every causal-LM run" in flat(README)) \
+        == failed_on_every_run
+    assert ("fails at setup on every causal-LM run" in flat(SCORING)) == failed_on_every_run
