@@ -193,3 +193,23 @@ def test_a_sweep_of_the_changed_scenarios_completes_a_trace_set(sweep, tmp_path)
     got = replay_outcomes(traceset.stored_runs(traces), REPLAYABLE)
     columns = [c for c in expected.columns if c != "release"]
     pd.testing.assert_frame_equal(got[columns], expected[columns])
+
+
+def test_a_trace_set_holds_events_and_measures_as_one_symptom_column(sweep, tmp_path):
+    """An event's symptom is a bool in a run's summary and a metric's a number: one set holds
+    both, as numbers, whichever comes first in it (a set whose first run was an event's
+    could not be written)."""
+    import json
+
+    mixed = tmp_path / "mixed"
+    for scenario in ("mlp-lr_too_high", "resnet-lr_too_high"):
+        shutil.copytree(sweep / scenario, mixed / scenario)
+    for summary in (mixed / "resnet-lr_too_high").rglob("summary.json"):  # as a metric's
+        summary.write_text(json.dumps({**json.loads(summary.read_text()),
+                                       "symptom_value": 2.5}))
+    traces = tmp_path / "traces"
+    assert main(["traces", "export", str(mixed), "--out", str(traces)]) == 0
+    runs = pd.read_parquet(traces / traceset.RUNS_FILE).set_index("scenario")["symptom_value"]
+    assert runs.dtype.kind == "f" or str(runs.dtype) == "Float64", runs.dtype
+    assert set(runs.loc["mlp-lr_too_high"]) <= {0.0, 1.0}
+    assert set(runs.loc["resnet-lr_too_high"]) == {2.5}

@@ -189,7 +189,11 @@ def export(sweep_dir: Path, out: Path, command: str, keep_unchanged: bool = Fals
     trace = pd.concat(traces, ignore_index=True)
     if "scale" in trace.columns:  # None without a GradScaler; read back as such
         trace["scale"] = pd.to_numeric(trace["scale"])
-    tables = {RUNS_FILE: pd.DataFrame(runs).convert_dtypes(),  # ints stay ints beside None
+    summaries = pd.DataFrame(runs)
+    # an event's symptom is a bool in a summary and a number in the set (as in the outcomes
+    # table): read back, kept runs hold 1.0 and 0.0, which a fresh run's True must join
+    summaries["symptom_value"] = pd.to_numeric(summaries["symptom_value"])
+    tables = {RUNS_FILE: summaries.convert_dtypes(),  # ints stay ints beside None
               TRACE_FILE: _narrowed(trace[["run", *trace.columns.drop("run")]]),
               store.LAYERS_FILE: _narrowed(pd.concat(layers, ignore_index=True)[
                   ["run", "step", "layer", "grad_norm"]].astype({"layer": "category"}))}
