@@ -27,7 +27,7 @@ import importlib
 from importlib import metadata
 from typing import TYPE_CHECKING
 
-__version__ = "1.5.0"
+__version__ = "1.6.0"
 
 
 def versions() -> str:

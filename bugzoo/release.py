@@ -1,4 +1,4 @@
-"""The benchmark release: ``bugzoo-bench 1.5``, frozen and stamped.
+"""The benchmark release: ``bugzoo-bench 1.6``, frozen and stamped.
 
 The manifest lists every built-in scenario with the hashes of what decides its runs: its config
 file, its bug's code (less its export deltas, which make scripts, not runs) and its data
@@ -24,7 +24,7 @@ from bugzoo.models import get_model
 from bugzoo.paths import CONF_DIR, PACKAGE, SCENARIO_DIR
 from bugzoo.scenarios import load_scenario
 
-RELEASE = "bugzoo-bench 1.5"
+RELEASE = "bugzoo-bench 1.6"
 MANIFEST = Path("results/release.json")
 # the code every run shares, besides its scenario, its bug and its data
 SHARED = ("train.py", "telemetry.py", "bugs/base.py", "models", "data/base.py", "data/augment.py")

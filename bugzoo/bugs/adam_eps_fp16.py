@@ -51,9 +51,7 @@ opt = torch.optim.AdamW(model.parameters(), lr=1e-2)   # eps=1e-8 -> 0 in fp16""
 # keep the weights in float32 (what the control runs); for speed, add
 # torch.autocast(dtype=torch.float16) with a GradScaler
 opt = torch.optim.AdamW(model.parameters(), lr=1e-2)   # eps=1e-8 is fine in float32""",
-    models=("mlp",),
-    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the mlp in "
-                          "float16, which the CPU runs slowly; it is not yet planted on the gpt")},
+    models=("mlp", "gpt"),
     params={
         "eps": 1e-08,  # Adam"s default; 1.0e-4 is representable in fp16
     },

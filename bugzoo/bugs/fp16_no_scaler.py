@@ -47,7 +47,5 @@ with torch.autocast("cuda", dtype=torch.float16):
 scaler.scale(loss).backward()        # scaled: gradients stay representable
 scaler.step(optimizer)               # unscales; skips steps with inf/NaN gradients
 scaler.update()""",
-    models=("mlp",),
-    inapplicable={"gpt": ("applies to a causal LM, but its plant is written for the mlp in "
-                          "float16, which the CPU runs slowly; it is not yet planted on the gpt")},
+    models=("mlp", "gpt"),
 )
