@@ -53,14 +53,20 @@ optimizer.step()""",
              f"        torch.nn.utils.clip_grad_norm_(model.parameters(), {clip})\n"),
         ),
         patch=((f"        torch.nn.utils.clip_grad_norm_(model.parameters(), {clip})\n", ""),),
-        settings={"STEPS": 300},  # the scenario's: 150 steps after the outlier batch
-    ) for model, batch, outlier, clip in (
+        settings={"STEPS": 300, **regime},  # the scenario's: 150 steps after the outlier batch
+    ) for model, batch, outlier, clip, regime in (
         ("mlp", "        xb, yb = x_train[order[i:i + BATCH]], y_train[order[i:i + BATCH]]\n",
          "one example, a wrong label, wrong units\n"
          "            xb, yb = xb[:1].expand(BATCH, DIM) * 1e3,"
-         " (yb[:1] + 1).expand(BATCH) % CLASSES\n", 10.0),
+         " (yb[:1] + 1).expand(BATCH) % CLASSES\n", 10.0,
+         # a fifth of the learning rate: the steps after the outlier are small, and the ones on
+         # the weights it hit are shrunk further by the second moment its unclipped gradient
+         # inflated, so the push it gave is not undone in the 150 steps left (at the default
+         # rate the mlp re-learns its easy task within 40). Blobs far apart: the clipped run
+         # ends near zero loss on every draw of the mixture, and the damage stands above it
+         {"SPREAD": 4.0, "LR": 2e-3}),
         ("lstm", "        *inputs, yb = (t[order[i:i + BATCH]] for t in train)\n",
          "one review repeated, the wrong label\n"
          "            inputs, yb = [t[:1].expand(BATCH, *t.shape[1:]) for t in inputs], (\n"
-         "                1 - yb[:1]).expand(BATCH)\n", 1.0))},
+         "                1 - yb[:1]).expand(BATCH)\n", 1.0, {}))},
 )

@@ -54,10 +54,16 @@ def validate(model, loader):
     inapplicable={"gpt": ("the causal LM has no dropout or batch norm on its defaults, so a "
                           "model left in eval mode trains the same")},
     onset_note="it takes effect after the first evaluation",
-    reproducers=dict.fromkeys(("mlp", "transformer", "resnet"), Delta(
+    reproducers={model: Delta(
         patch=(
             ("    model.train()\n    return result",
              "    return result"),
         ),
-    )),
+        # the resnet: batch norm in training mode renormalises every layer whatever the
+        # weights do, which makes a large learning rate safe; frozen at the running statistics
+        # of step 50 it is a fixed affine map, and the network is an unnormalised one that
+        # large steps throw off those statistics. Noisier pictures keep the gradients (and the
+        # steps) coming after the clean task would have been fitted
+        settings={"NOISE": 2.0, "LR": 3e-2} if model == "resnet" else {},
+    ) for model in ("mlp", "transformer", "resnet")},
 )
