@@ -23,6 +23,7 @@ first use, so ``import bugzoo`` stays cheap (no torch until a name that needs it
 
 from __future__ import annotations
 
+import functools
 import importlib
 from importlib import metadata
 from typing import TYPE_CHECKING
@@ -38,11 +39,27 @@ def versions() -> str:
 
 def cpu_kernels() -> str:
     """The CPU kernels torch dispatches to on this machine (``AVX2``, ``AVX512``, ``DEFAULT``;
-    ``ATEN_CPU_CAPABILITY`` picks a lower one). A run is bitwise repeatable on one kind only:
+    ``ATEN_CPU_CAPABILITY`` picks a lower one). A run is bitwise repeatable on one kind at most:
     other kernels round differently, so every sweep and run records which it used."""
     import torch
 
     return torch.backends.cpu.get_cpu_capability()
+
+
+@functools.cache
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux, else what :mod:`platform` reports).
+    Two CPUs with the same kernels can still round differently (their BLAS picks its code path
+    by the processor, not only by its instructions), so runs record the model too."""
+    import platform
+    from pathlib import Path
+
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine() or "unknown"
 
 
 _EXPORTS = {

@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 from conftest import quick_cfg
 
-from bugzoo import release
+from bugzoo import cpu_model, release
 from bugzoo.config import compose_run
 from bugzoo.harness import processes, store
 from bugzoo.harness.pool import RunTask, parked_workers, run_task, run_tasks
@@ -246,6 +246,8 @@ def test_another_kind_of_cpu_kernel_rounds_differently():
     kernels, digest = json.loads(done.stdout.strip().splitlines()[-1])
     assert (kernels, here["cpu_kernels"]) == ("DEFAULT", torch.backends.cpu.get_cpu_capability())
     assert digest != here["trace_digest"]
+    # and the processor: another CPU with the same kernels may round differently as well
+    assert here["cpu_model"] == cpu_model() and cpu_model() not in ("", "unknown")
 
 
 def test_time_budget_cuts_a_call_off_inside_and_outside_a_run_scope():

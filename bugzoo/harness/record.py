@@ -18,7 +18,7 @@ import pandas as pd
 import torch
 from omegaconf import DictConfig
 
-from bugzoo import release
+from bugzoo import cpu_model, release
 from bugzoo.bugs import Bug
 from bugzoo.scenarios import get_scenario, scenario_id
 from bugzoo.telemetry import TIMING_COLUMNS
@@ -237,7 +237,8 @@ def build_summary(cfg: DictConfig, bug: Bug | None, *, armed: bool = True,
         crashed=outcome == "crashed", hung=outcome == "hang", error=error, wall_s=wall_s,
         startup_s=startup_s, setup_digest=setup_digest,
         device=device, torch_version=torch.__version__,
-        cpu_kernels=torch.backends.cpu.get_cpu_capability(), world_size=world_size,
+        cpu_kernels=torch.backends.cpu.get_cpu_capability(), cpu_model=cpu_model(),
+        world_size=world_size,
         backend=backend, rank_errors=rank_errors, rank_param_divergence=rank_param_divergence,
         detectors={name: status.as_dict() for name, status in detectors.items()})
     # the bug's declared symptom on this run, beside its twin's for the leaderboard
