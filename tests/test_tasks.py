@@ -403,3 +403,40 @@ def test_the_committed_export_validity_covers_every_pair_and_is_quoted():
             "belong to scenarios the catalogue leaves unproven too" in guide)
     for scenario, catalogue in zip(table["scenario"], table["catalogue"], strict=True):
         assert (catalogue == "unproven") == bool(get_scenario(scenario).unproven), scenario
+
+
+def test_a_harmless_change_is_judged_by_the_graders_own_retraining(tmp_path):
+    """``task harmless`` trains a change and the clean script by the grader's machinery on the
+    same fresh data per seed and asks the grader's test; with 2 seeds that test cannot pass
+    (its smallest p is 1/4), so the row must say not harmless, whatever the change."""
+    from bugzoo.teach.tasks.harmless import prove
+
+    (row,) = prove("mlp", tmp_path, seeds=[0, 1], changes=["batch128"])
+    assert (row["model"], row["change"], row["harmless"]) == ("mlp", "batch128", False)
+    assert row["accuracy_p"] >= 0.25 and row["loss_p"] >= 0.25
+    assert 0.9 < row["clean_accuracy"] <= 1 and 0.9 < row["accuracy"] <= 1  # both trained
+
+
+def test_the_harmless_table_covers_every_change_the_solver_draws_and_the_page_quotes_it():
+    from bugzoo.teach.export import template_models
+    from bugzoo.teach.tasks.solvers import harmless_changes
+
+    table = pd.read_csv(ROOT / "results" / "harmless.csv")
+    assert {(m, c) for m, c in table[["model", "change"]].values} == {
+        (m, c) for m in template_models() for c in harmless_changes(m)}, (
+        "results/harmless.csv is stale: regenerate with `bugzoo task harmless`")
+    for row in table.itertuples():
+        assert row.harmless == health.within_margins(row.accuracy_p, row.loss_p), row
+    rejected = table[~table["harmless"]]
+    page = " ".join((ROOT / "docs" / "pages" / "teaching.md").read_text().split())
+    quoted = re.search(r"On each model's clean script the grader's own test rejects ([^.]+)\.",
+                       page)
+    assert quoted, "teaching.md lost its sentence on results/harmless.md"
+    assert quoted[1] == (", ".join(f"{m} `{c}`" for m, c in rejected[["model", "change"]].values)
+                         or "none"), quoted[1]
+
+
+def test_task_harmless_names_an_unknown_model_in_one_line(capsys):
+    assert cli(["task", "harmless", "--models", "mlpp"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "mlpp" in err and "choose from" in err

@@ -10,7 +10,8 @@
   :mod:`~bugzoo.teach.tasks.grade` grades a submission; :mod:`~bugzoo.teach.tasks.solvers`
   holds the reference solvers (the ``rules`` one with its table in
   :mod:`~bugzoo.teach.tasks.rules`); :mod:`~bugzoo.teach.tasks.taskset` makes the task set and
-  scores the solvers in ``results/agents.md``.
+  scores the solvers in ``results/agents.md``; :mod:`~bugzoo.teach.tasks.harmless` checks the
+  changes ``oracle_variant`` draws against each model's clean script.
 * :mod:`~bugzoo.teach.tasks.interview` makes an interview pack; :mod:`~bugzoo.teach.tasks.command`
   is ``bugzoo task``.
 """

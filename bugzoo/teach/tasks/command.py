@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from bugzoo.errors import unknown_choice
-from bugzoo.teach.tasks import exported, grade, make, taskset
+from bugzoo.teach.tasks import exported, grade, harmless, make, taskset
 
 ACTIONS = {"make": make.main, "grade": grade.main, "set": taskset.set_main,
-           "agents": taskset.agents_main, "validate": exported.main}
+           "agents": taskset.agents_main, "validate": exported.main, "harmless": harmless.main}
 USAGE = """usage: bugzoo task ACTION ...
 
   make SCENARIO --out DIR --key KEYDIR   write a task folder and its answer key
@@ -16,6 +16,8 @@ USAGE = """usage: bugzoo task ACTION ...
   agents --set DIR                       score the reference solvers (results/agents.md)
   validate                               prove each exported pair shows its bug's symptom
                                          (results/validity_exported.md)
+  harmless                               whether the grader accepts each model's harmless
+                                         changes as the same result (results/harmless.md)
 
 bugzoo task ACTION --help tells more. Every action takes --include DIR (repeatable): scenario
 files from an outside folder."""
