@@ -71,7 +71,12 @@ train(start_step=ckpt["step"])""",
         # Blobs far apart and a large validation split: the loss floor is the label noise's,
         # the same on every draw
         settings={"NOISE": 0.2, "SPREAD": 4.0, "N_VAL": 20000, "LR": 3e-2},
-    ), **dict.fromkeys(("transformer", "gpt"), Delta(
+    ),
+    # on the gpt the pair is not proven (results/validity_exported.md): at 300 steps the
+    # restart's second climb to the peak rate helps the still-learning model; at 600 steps it
+    # costs every seed a little, but each seed draws a language of its own, whose entropy
+    # spreads the seeds more than that, and the test compares seeds, not pairs
+    **dict.fromkeys(("transformer", "gpt"), Delta(
         patch=(
             ("        *inputs, yb = (t[order[i:i + BATCH]] for t in train)\n",
              "        if step == STEPS // 2:  # the job is preempted here and resumes\n"
