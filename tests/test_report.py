@@ -176,3 +176,18 @@ def test_every_outcome_a_check_reads_has_a_practitioners_words():
     assert {observed(b) for b in list_bugs()} >= {
         "The validation loss at the end is higher than in a working run.",
         "The run shows a crash; a working run does not."}
+
+
+def test_a_cards_check_line_reads_for_every_kind_of_check():
+    """``bugzoo show``'s check line in the summary's terms: a metric that moves one way, an
+    event, and a metric that varies between two runs of one seed."""
+    from bugzoo.bugs import get_bug
+    from bugzoo.teach.catalogue import bug_card
+
+    lines = {bug: next(line for line in bug_card(bug).splitlines() if "check:" in line)
+             for bug in ("double_softmax", "adam_eps_fp16", "nondeterministic_seed")}
+    assert lines["double_softmax"].endswith(
+        f"{get_bug('double_softmax').check.metric} higher than in clean runs")
+    assert lines["adam_eps_fp16"].endswith(
+        "nonfinite, an event: in buggy runs more often than in clean runs")
+    assert lines["nondeterministic_seed"].endswith("differs between two runs of the same seed")

@@ -107,6 +107,16 @@ def observed(bug: Bug) -> str:
     return f"The {what} is {direction} than in a working run."
 
 
+def checked_as(bug: Bug) -> str:
+    """How ``bugzoo validate`` compares the bug's runs with clean ones, in the summary's terms."""
+    metric, direction = bug.check.metric, bug.check.direction
+    if direction == "event":
+        return f"{metric}, an event: in buggy runs more often than in clean runs"
+    if direction == "varies":
+        return f"{metric} differs between two runs of the same seed"
+    return f"{metric} {direction} than in clean runs"
+
+
 def bug_card(bug_id: str) -> str:
     """The full card of one bug: metadata, symptom, BUGGY and FIXED snippets, explanation."""
     b = get_bug(bug_id)
@@ -118,7 +128,7 @@ def bug_card(bug_id: str) -> str:
         *(f"  not on {model}: {reason}" for model, reason in b.inapplicable.items()),
         f"  onset:    {b.onset_text}",
         f"  since:    bugzoo-bench {b.since}",
-        f"  check:    {b.check.metric} {b.check.direction} than clean runs",
+        f"  check:    {checked_as(b)}",
         *([f"  plants:   {planted(b)}"] if b.taxonomy else []),
         "", "SYMPTOM", wrap(b.symptom),
         "", "BUGGY", textwrap.indent(b.buggy, "  "),

@@ -22,7 +22,7 @@ from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
 from bugzoo.judge.outcomes import outcomes
 from bugzoo.judge.scoring import bug_board
-from bugzoo.teach.catalogue import observed
+from bugzoo.teach.catalogue import checked_as, observed
 
 log = logging.getLogger(__name__)
 
@@ -98,8 +98,7 @@ def bug_page(bug: Bug, curves: Path | None, validity: pd.DataFrame, caught: pd.D
              f"<span class=tag>{'loud' if bug.loud else 'silent'}</span> models: "
              f"{esc(', '.join(bug.models))}; onset: {esc(bug.onset_text)}; since bugzoo-bench {esc(bug.since)}</p>",
              "<h2>Symptom</h2>", f"<p>{esc(bug.symptom)}</p>",
-             f"<p>Checked as: <code>{esc(bug.check.metric)}</code> "
-             f"{esc(bug.check.direction)} than clean runs.</p>"]
+             f"<p>Checked as: {esc(checked_as(bug))}.</p>"]
     if curves is not None:
         parts.append(f"<h2>Curves</h2><img src='../curves/{esc(curves.name)}' "
                      f"alt='symptom curves of {esc(bug.id)}'>")
