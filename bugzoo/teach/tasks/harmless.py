@@ -14,6 +14,7 @@ model's clean script either. Writes ``harmless.md`` and ``harmless.csv``.
 from __future__ import annotations
 
 import importlib
+import logging
 import tempfile
 from pathlib import Path
 from statistics import fmean
@@ -29,6 +30,8 @@ from bugzoo.teach.tasks.grade import FRESH_POINTS, train_all
 from bugzoo.teach.tasks.make import GRADE_SEEDS
 from bugzoo.teach.tasks.script import seeded
 from bugzoo.teach.tasks.solvers import harmless_changes
+
+log = logging.getLogger(__name__)
 
 # the fresh data's seed: published, since these scripts are no task to keep a secret from
 EVAL_SEED = 1
@@ -94,8 +97,13 @@ def main(argv: list[str]) -> int:
     if unknown := [m for m in models if m not in template_models()]:
         raise UsageError(f"no script template for {', '.join(unknown)} (choose from: "
                          f"{', '.join(template_models())})")
+    rows = []
     with tempfile.TemporaryDirectory() as work:
-        table = pd.DataFrame([row for model in models for row in prove(model, Path(work))])
+        for number, model in enumerate(models, 1):
+            log.info("%s/%s: %s, each change against its clean script", number, len(models),
+                     model)
+            rows += prove(model, Path(work))
+    table = pd.DataFrame(rows)
     args.out.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out / "harmless.csv", index=False)
     (args.out / "harmless.md").write_text(page(table, command_line("task harmless", argv)))
