@@ -79,7 +79,7 @@ def page(table: pd.DataFrame, command: str) -> str:
             f"({', '.join(map(str, GRADE_SEEDS))}) and measured on the same fresh data per "
             f"seed (evaluation seed {EVAL_SEED}), judged by the grader's health test "
             "(`bugzoo/teach/tasks/health.py`: not worse beyond 3 accuracy points and 0.1 "
-            "nats, by an exact one-sided sign-flip test per seed, p <= 0.05 for both). "
+            "nats, by an exact one-sided sign-flip test paired by seed, p <= 0.05 for both). "
             "Accuracy and loss are means over the seeds.\n\n"
             f"**{int(table['harmless'].sum())} of {len(table)} changes pass.** Rejected: "
             f"{named}.\n\n{markdown(table.round(3))}\n")
