@@ -322,6 +322,9 @@ def test_where_the_time_goes_is_the_published_runs_wall_time():
     assert (f"The published dev sweep's {len(runs):,} runs (`wall_s` in "
             f"`results/traces/runs.parquet`") in text
     assert f"add up to {runs['wall_s'].sum():.0f} s of run time" in text
+    # no sweep of those runs on 2 workers is shorter than half their sum
+    assert f"on 2 workers a sweep of them takes at least {runs['wall_s'].sum() / 2 / 60:.0f} min" \
+        in text
     assert (f"are {share['control']:.0%} of it and the healthy variants "
             f"{share['clean']:.0%}") in text
     assert f"`loss_tensor_kept`, {per_scenario['transformer-loss_tensor_kept']:.0f} s a run" \
