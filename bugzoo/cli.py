@@ -36,7 +36,8 @@ VERBS: dict[str, tuple[str, str]] = {
     "check-bug": ("bugzoo.judge.bugcheck:main", "check one bug: card, plant, determinism, "
                   "blindness, quick validate"),
     "validate": ("bugzoo.judge.validity:main",
-                 "prove every scenario's bug manifests (statistical test)"),
+                 "prove every scenario's bug manifests (statistical test); --exported: each "
+                 "exported buggy/fixed script pair, as bugzoo task validate"),
     "perf": ("bugzoo.judge.perf:main", "measure speed: baselines, telemetry/detector overhead"),
     "gpu": ("bugzoo.judge.gpu:main", "the GPU pass: what a CUDA machine measures, into "
             "results/gpu (--dry-run checks it on the CPU)"),
@@ -101,6 +102,8 @@ def _dispatch(argv: list[str]) -> int:
         print(versions())
         return 0
     verb, rest = argv[0], argv[1:]
+    if verb == "validate" and "--exported" in rest:  # the exports live in the teaching layer
+        verb, rest = "task", ["validate", *(arg for arg in rest if arg != "--exported")]
     if verb not in VERBS:
         print(f"bugzoo: error: {unknown_choice('command', verb, VERBS)}", file=sys.stderr)
         return 2

@@ -29,6 +29,20 @@ def test_every_verb_help_is_plain_text_and_names_include(verb):
     assert "``" not in out and ":func:" not in out and ":class:" not in out
 
 
+def test_validate_exported_runs_the_task_validate_action(monkeypatch):
+    """``bugzoo validate --exported`` proves the exported script pairs: it is ``bugzoo task
+    validate`` with the other options, and a mistake in them is that action's one-line error."""
+    from bugzoo.teach.tasks import command
+
+    seen = []
+    monkeypatch.setitem(command.ACTIONS, "validate", lambda argv: seen.append(argv) or 0)
+    assert run("validate", "--changed", "--exported")[0] == 0
+    assert seen == [["--changed"]]
+    monkeypatch.undo()
+    code, _, err = run("validate", "--exported", "--scenarios", "mlp-no_such_bug")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "mlp-no_such_bug" in err
+
+
 def test_run_help_starts_with_usage_and_examples():
     code, out, _ = run("run", "--help")
     assert out.startswith("usage: bugzoo run") and "examples:" in out
