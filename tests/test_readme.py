@@ -507,11 +507,11 @@ def test_telemetry_per_step_is_quoted_as_measured():
     others = " / ".join(f"{us('step with telemetry', m):.2f}"
                         for m in ("lstm", "transformer", "resnet"))
     assert f"they come to {others} x" in text
-    # the parts that are not a signal of their own: the norms, the observation and its row
+    # the step with telemetry less the gradient statistics and the two memory readings
     signals = us("gradient statistics") + us("resident memory") + us("heap in use")
     floor = (us("training step") + us("telemetry, all") - signals) / us("training step")
-    assert (f"both memory readings, what is left (the norms, the observation and its row) would "
-            f"still come to {floor:.2f} x on the mlp") in text
+    assert (f"both memory readings, what is left (the parameter and update norms, the "
+            f"observation and its row) would still come to {floor:.2f} x on the mlp") in text
 
 
 def test_a_detector_that_breaks_on_the_causal_lm_is_named_as_measured():
