@@ -4,7 +4,9 @@ Lifecycle, in the spirit of scikit-learn estimators:
 
 * ``__init__(**params)`` only stores parameters;
 * ``setup(run)`` receives the live :class:`RunView` and creates all state; it may register
-  hooks (use :meth:`Detector.hook` so they are timed, isolated and removed);
+  hooks (use :meth:`Detector.hook` so they are timed, isolated and removed). A sealed
+  detector (``sealed = True``) receives the run's :class:`~bugzoo.trace.RunFacts` only, and is
+  scored on stored traces outside the training process;
 * ``observe(obs)`` is called once per step and returns the alarms raised at that step;
 * ``teardown()`` removes everything the detector attached.
 
@@ -15,6 +17,7 @@ Detectors are registered through the entry-point group ``bugzoo.detectors``
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -65,10 +68,8 @@ class RunView:
       many as the watching detectors' largest ``twin_steps``. ``None`` when no detector asks,
       under distributed training, in the framework integrations and in replay.
 
-    When stored runs are replayed (``bugzoo replay``), only ``device``,
-    ``num_classes``, ``steps``, ``model_name``, ``dataset`` and ``loss_floor`` are set; the
-    run's objects are ``None``, which is why only ``observation_only`` detectors may be
-    replayed.
+    A sealed detector (``Detector.sealed``) gets a :class:`bugzoo.trace.RunFacts` instead:
+    the plain facts alone.
     """
 
     model: nn.Module
@@ -84,6 +85,17 @@ class RunView:
     lr_scheduler: Any = None
     loss_floor: float = 0.0
     twin_losses: list[float] | None = None
+
+
+def is_sealed(cls: type[Detector]) -> bool:
+    """Whether a detector class is sealed; the 1.x spelling ``observation_only`` still counts
+    for one release, with a notice."""
+    if not cls.sealed and getattr(cls, "observation_only", False):
+        warnings.warn(f"{cls.__name__}: `observation_only = True` is now `sealed = True`; the "
+                      "old spelling is read until bugzoo-bench 2.1", DeprecationWarning,
+                      stacklevel=2)
+        return True
+    return bool(cls.sealed)
 
 
 class Detector:
@@ -107,12 +119,15 @@ class Detector:
     # then trains a second copy of the run from the same seed for that many steps before the
     # watched run starts, and charges the time to the detectors that asked
     twin_steps: int = 0
-    # True when the detector reads nothing but the Observations handed to ``observe`` and the
-    # RunView's plain facts (``num_classes``, ``steps``, ``model_name``, ``dataset``,
-    # ``loss_floor``): no hooks, model, optimizer, loaders, twin run or wall clock. Such a
-    # detector gives the same alarms on a stored trace as on the live run, so it can be scored
-    # without retraining.
-    observation_only: bool = False
+    # True for a sealed detector: a function of the trace (bugzoo.trace). Its ``setup`` gets
+    # the run's plain facts (a RunFacts: ``num_classes``, ``steps``, ``model_name``,
+    # ``dataset``, ``loss_floor``, ``device``), ``observe`` each record; no hooks, model,
+    # optimizer, loaders, twin run or wall clock. It is scored outside the training process,
+    # confined (bugzoo.judge.sealed), and gives the same alarms on a stored trace as live.
+    sealed: bool = False
+    # Why a detector that is not sealed must instrument the live process; it is scored on the
+    # live board, "in-process: trusted, not sealed"
+    live_reason: str = ""
     # True when the detector must run on every rank of a distributed run because it takes part
     # in collectives (an all-gather across ranks); only rank 0's alarms and status are kept
     all_ranks: bool = False

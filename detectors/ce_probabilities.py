@@ -26,6 +26,7 @@ class CEProbabilities(Detector):
     Category ``loss``.
     """
 
+    live_reason = "reads the loss function's inputs through a hook"
     scope = "targeted"  # checks for one known mistake
 
     def setup(self, run: RunView) -> None:

@@ -102,10 +102,10 @@ def test_a_run_prints_each_alarm(tmp_path):
     assert "alarm     step 19  nonfinite: nonfinite (numerics)" in out
 
 
-def test_list_detectors_says_role_scope_default_and_replayable():
+def test_list_detectors_says_role_scope_default_and_sealed():
     code, out, _ = run("list", "detectors")
     header = out.splitlines()[0].split()
-    assert code == 0 and header[:5] == ["name", "role", "scope", "default", "replayable"]
+    assert code == 0 and header[:5] == ["name", "role", "scope", "default", "sealed"]
     loss_plateau = next(line.split() for line in out.splitlines()
                         if line.split()[:1] == ["loss_plateau"])
     assert loss_plateau[1:5] == ["heuristic", "generic", "yes", "yes"]

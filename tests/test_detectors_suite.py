@@ -388,15 +388,14 @@ def test_watchdog_sees_a_stalled_step(monkeypatch):
 
 # ------------------------------------------------------------------ thresholds by mechanism
 def feed(name: str, losses, num_classes: int = 2, loss_floor: float = 0.0, **fields):
-    """Alarms of an observation-only detector fed one Observation per loss (other fields
-    fixed), as a stored trace would feed it."""
-    from bugzoo.detector import RunView
+    """Alarms of a sealed detector fed one record per loss (other fields fixed), as a stored
+    trace would feed it."""
     from bugzoo.telemetry import Observation
+    from bugzoo.trace import RunFacts
 
     detector = load_detector(name)
-    assert detector.observation_only
-    detector.setup(RunView(None, None, None, None, None, torch.device("cpu"), num_classes,
-                           len(losses), "mlp", "tabular", loss_floor=loss_floor))
+    assert detector.sealed
+    detector.setup(RunFacts("mlp", "tabular", num_classes, len(losses), loss_floor, "cpu"))
     base = dict(lr=1e-3, grad_norm=1.0, param_norm=10.0, update_norm=1e-2, update_ratio=1e-3,
                 nonfinite_loss=False, nonfinite_grads=0, zero_grad_frac=0.0, step_s=0.01,
                 data_s=0.0, elapsed_s=0.0, rss_mb=100.0, heap_mb=100.0, cuda_mb=0.0,

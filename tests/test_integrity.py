@@ -286,12 +286,13 @@ def test_the_trace_memoriser_wins_on_the_published_dev_traces_only():
     from pathlib import Path
 
     from bugzoo.harness.traceset import stored_runs
-    from bugzoo.judge.replay import replay_outcomes
     from bugzoo.judge.scoring import leaderboard
+    from bugzoo.judge.sealed import sealed_outcomes
 
     traces = Path(__file__).resolve().parents[1] / "results" / "traces"
     runs = [r for r in stored_runs(traces) if r.summary["model"] == "mlp"]
-    board = leaderboard(replay_outcomes(runs, ["trace_memoriser"])).set_index("detector")
+    board = leaderboard(sealed_outcomes(runs, ["trace_memoriser"], hidden=[]))
+    board = board.set_index("detector")
     assert board.loc["trace_memoriser", "score"] > 0.5
 
 

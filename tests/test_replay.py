@@ -1,6 +1,6 @@
-"""Replay: observation-only detectors shown a stored run's Observations raise the alarms they
-raised live and score as the live sweep did, from a sweep folder and from a trace set, and
-nothing stored changes."""
+"""Replay: sealed detectors shown a stored run's trace, confined, raise the alarms they raised
+live and score as the live sweep did, from a sweep folder and from a trace set, and nothing
+stored changes."""
 
 from __future__ import annotations
 
@@ -18,15 +18,15 @@ from bugzoo.cli import main
 from bugzoo.detector_registry import detector_class, load_detector, shipped_detectors
 from bugzoo.harness import store, traceset
 from bugzoo.harness.runner import execute_and_store
-from bugzoo.judge.replay import replay_outcomes, replay_run
 from bugzoo.judge.scoring import score_sweep
+from bugzoo.judge.sealed import score_runs, sealed_outcomes
 
 ROOT = Path(__file__).resolve().parents[1]
 # short real runs of every model: divergence (NaN, exploding and vanishing gradients), and a
 # clean run with a loss scale
 RUNS = {"mlp-lr_too_high": 30, "lstm-lr_too_high": 30, "transformer-lr_too_high": 15,
         "resnet-lr_too_high": 12, "mlp-clean-fp16_scaler": 20}
-REPLAYABLE = [n for n in shipped_detectors() if detector_class(n).observation_only]
+REPLAYABLE = [n for n in shipped_detectors() if detector_class(n).sealed]
 
 
 @pytest.fixture(scope="session")
@@ -55,15 +55,17 @@ def snapshot(folder: Path) -> dict[str, str]:
 @pytest.mark.slow
 def test_replayed_alarms_equal_the_live_ones(sweep):
     seen = set()
-    for run in traceset.stored_runs(sweep):
+    runs = list(traceset.stored_runs(sweep))
+    for run, (replayed, statuses) in zip(runs, score_runs(runs, REPLAYABLE, [sweep]),
+                                         strict=True):
         path = store.run_dir(sweep.parent, sweep.name, run.summary["scenario"],
                              run.summary["seed"])
         if run.summary["role"] == "control":
             path = path.with_name(f"{path.name}.{store.CONTROL_TAG}")
         live = store.read_alarms(path)
-        replayed, statuses = replay_run(run, REPLAYABLE)
         pd.testing.assert_frame_equal(replayed, live, check_dtype=False)
         assert not any(s["error"] for s in statuses.values())
+        assert {s["scored"] for s in statuses.values()} == {"sealed (namespaces)"}
         seen |= set(live["detector"])
     # the identity is worth something only if several detectors alarmed (thresholds may move)
     assert len(seen - {"always_alarm"}) >= 3 and "nonfinite" in seen
@@ -81,7 +83,12 @@ def test_replay_scores_as_the_live_sweep(sweep, tmp_path, capsys):
         # the replayed suite is named for what it holds: the replayable built-ins only
         replayed["detector"] = replayed["detector"].replace("suite: built-ins (replayable)",
                                                             "suite: built-ins")
-        pd.testing.assert_frame_equal(replayed, pd.read_csv(live / table))
+        live_board = pd.read_csv(live / table)
+        if "scored" in live_board:  # what differs: where the rows were scored
+            assert set(live_board["scored"].dropna()) == {"in-process (trusted)"}
+            assert set(replayed.pop("scored").dropna()) == {"sealed (namespaces)"}
+            live_board.pop("scored")
+        pd.testing.assert_frame_equal(replayed, live_board)
 
 
 def test_a_trace_set_replays_as_its_sweep_and_changes_nothing(sweep, tmp_path):
@@ -91,9 +98,9 @@ def test_a_trace_set_replays_as_its_sweep_and_changes_nothing(sweep, tmp_path):
     assert traceset.is_traceset(traces) and traceset.size_mb(traces) < 1
     assert f"bugzoo traces export {sweep} --out {traces}" in (traces / "command.txt").read_text()
     made = snapshot(traces)
-    from_sweep = replay_outcomes(traceset.stored_runs(sweep), REPLAYABLE)
-    pd.testing.assert_frame_equal(replay_outcomes(traceset.stored_runs(traces), REPLAYABLE),
-                                  from_sweep)
+    from_sweep = sealed_outcomes(traceset.stored_runs(sweep), REPLAYABLE, [])
+    pd.testing.assert_frame_equal(sealed_outcomes(traceset.stored_runs(traces), REPLAYABLE, []),
+                                  from_sweep, check_dtype=False)
     out = tmp_path / "replayed"
     assert main(["replay", str(traces), "--detectors", "loss_plateau", "--out", str(out)]) == 0
     assert f"bugzoo replay {traces} --detectors loss_plateau" in (out / "leaderboard.md").read_text()
@@ -125,7 +132,7 @@ def _without_layer_norms(sweep: Path, tmp_path: Path) -> Path:
     (["bench", "--replay", "{old}"], "lack trace.parquet or layer_grad_norms.parquet"),
     (["bench", "--replay", "{empty}"], "holds no stored runs"),
     (["bench", "--replay", "{sweep}", "--detectors", "stale_grads"],
-     "detector stale_grads cannot be replayed: it does not declare observation_only"),
+     "detector stale_grads cannot be replayed: it is not sealed (reads the gradients"),
     (["bench", "--replay", "{sweep}", "--quick"], "takes --detectors and --out only"),
     (["bench", "--replay", "{sweep}", "--out", "{sweep}/tables"], "replay never changes it"),
     (["traces", "export", "{empty}"], "holds no stored runs"),
@@ -158,7 +165,7 @@ def test_the_committed_reference_trace_set_is_compact_and_replays():
     assert traceset.size_mb(REFERENCE) * 2**20 / values < 2.5, "over 2.5 bytes a stored value"
     assert "bugzoo traces export results/runs/dev" in (REFERENCE / "command.txt").read_text()
     run = next(traceset.stored_runs(REFERENCE))
-    alarms, statuses = replay_run(run, ["always_alarm"])
+    [(alarms, statuses)] = score_runs([run], ["always_alarm"], [])
     assert len(run.observations()) == run.summary["steps"] or run.summary["outcome"] != "completed"
     assert list(alarms["step"]) == [0] and statuses["always_alarm"]["error"] is None
     # a step is an int, as live (a detector may index with it: trace_memoriser does)
@@ -188,11 +195,11 @@ def test_a_sweep_of_the_changed_scenarios_completes_a_trace_set(sweep, tmp_path)
     assert (runs["release"] == release.digest()).all()
     kept = runs[runs["scenario"] != "mlp-lr_too_high"]
     assert (kept["made_by_release"] == "older").all()
-    expected = replay_outcomes(traceset.stored_runs(sweep), REPLAYABLE)
+    expected = sealed_outcomes(traceset.stored_runs(sweep), REPLAYABLE, [])
     expected = expected[expected["scenario"] != "lstm-lr_too_high"].reset_index(drop=True)
-    got = replay_outcomes(traceset.stored_runs(traces), REPLAYABLE)
+    got = sealed_outcomes(traceset.stored_runs(traces), REPLAYABLE, [])
     columns = [c for c in expected.columns if c != "release"]
-    pd.testing.assert_frame_equal(got[columns], expected[columns])
+    pd.testing.assert_frame_equal(got[columns], expected[columns], check_dtype=False)
 
 
 def test_a_trace_set_holds_events_and_measures_as_one_symptom_column(sweep, tmp_path):

@@ -29,7 +29,10 @@ from bugzoo.registry import OWN_DISTRIBUTION
 SUITES = {"suite: built-ins": (("heuristic",), ("generic", "targeted")),
           "suite: generic": (("heuristic",), ("generic",)),
           "suite: built-ins + tools": (("heuristic", "tool"), ("generic", "targeted"))}
-AMBIGUOUS = "ambiguous"  # a suite's diagnosis when members name different causes at one step
+AMBIGUOUS = "ambiguous"
+# how a detector's row was scored: inside the training process it judged, trusted not to look
+# where it should not; sealed rows say "sealed (<confinement>)" (:mod:`bugzoo.judge.sealed`)
+IN_PROCESS = "in-process (trusted)"  # a suite's diagnosis when members name different causes at one step
 
 
 def run_role(summary: dict) -> str:
@@ -113,6 +116,7 @@ def judge_run(summary: dict, alarms: pd.DataFrame, elapsed: pd.Series) -> list[d
             if hit and len(elapsed) else None,
             "diagnosed": (first["category"] == summary.get("category")) if hit else None,
             "detector_error": status.get("error"), "release": summary.get("release"),
+            "scored": status.get("scored", IN_PROCESS),
             "setup_digest": summary.get("setup_digest"),
         })
     return rows

@@ -197,8 +197,9 @@ def detector_row(g: pd.DataFrame) -> dict:
 
 def _identity_columns(g: pd.DataFrame) -> dict:
     first = g.iloc[0]
+    how = {"scored": first["scored"]} if "scored" in g and isinstance(first["scored"], str) else {}
     return {"role": first["role"], "scope": first["scope"],
-            "source": f"{first['distribution']} {first['version']}".strip()}
+            "source": f"{first['distribution']} {first['version']}".strip(), **how}
 
 
 def run_overhead(table: pd.DataFrame, overhead: pd.DataFrame | None) -> dict[str, float]:

@@ -7,6 +7,7 @@ import textwrap
 import pandas as pd
 
 from bugzoo.bugs import BUGS, Bug, get_bug, list_bugs
+from bugzoo.detector import is_sealed
 from bugzoo.detector_registry import DETECTORS, detector_class
 from bugzoo.errors import ArgumentParser, unknown_choice
 from bugzoo.judge.tables import markdown
@@ -40,16 +41,17 @@ def scenarios_table() -> pd.DataFrame:
 
 def detectors_table() -> pd.DataFrame:
     """Every installed detector: what it is (role, scope), whether a plain bench runs it,
-    whether stored runs can be replayed to it, and where it comes from."""
+    whether it is sealed (scored on stored traces, outside the training process), and where it
+    comes from."""
     rows = []
     for name, ep in sorted(DETECTORS.entry_points().items()):
         try:
             cls = detector_class(name)
             facts = {"role": cls.role, "scope": cls.scope if cls.role != "baseline" else "",
                      "default": "yes" if DETECTORS.is_own(name) and cls.run_by_default
-                     else "no", "replayable": "yes" if cls.observation_only else "no"}
+                     else "no", "sealed": "yes" if is_sealed(cls) else "no"}
         except ImportError as e:  # an optional tool that is not installed
-            facts = {"role": "?", "scope": "", "default": "no", "replayable": "?",
+            facts = {"role": "?", "scope": "", "default": "no", "sealed": "?",
                      "note": f"cannot import: {e}"}
         rows.append({"name": name, **facts, "package": ep.dist.name if ep.dist else "",
                      "entry_point": ep.value})
