@@ -122,6 +122,20 @@ def iter_runs(sweep_dir: Path):
 
 SWEEP_COMMAND = "command.txt"
 SPLIT_FILE = "split.json"
+SEALED_FILE = "sealed_outcomes.parquet"  # the sealed detectors' outcomes on the sweep's runs
+
+
+def read_sealed(sweep_dir: Path) -> pd.DataFrame | None:
+    path = Path(sweep_dir) / SEALED_FILE
+    return pd.read_parquet(path) if path.is_file() else None
+
+
+def write_sealed(sweep_dir: Path, table: pd.DataFrame) -> None:
+    """Replace the sweep's sealed outcomes, atomically."""
+    path = Path(sweep_dir) / SEALED_FILE
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    table.to_parquet(tmp, index=False)
+    os.replace(tmp, path)
 
 
 def _sweep_commands(sweep_dir: Path) -> list[tuple[str, str]]:

@@ -29,7 +29,8 @@ from pathlib import Path
 import pandas as pd
 
 from bugzoo.commands import command_line
-from bugzoo.detector_registry import SELECTORS, select_detectors
+from bugzoo.detector import is_sealed
+from bugzoo.detector_registry import SELECTORS, detector_class, select_detectors
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
 from bugzoo.harness.launch import LAUNCH_DIR, check_launcher, launch
@@ -50,6 +51,7 @@ from bugzoo.judge.outcomes import suite_members
 from bugzoo.judge.perf import time_pairs
 from bugzoo.judge.replay import replay_bench
 from bugzoo.judge.scoring import OVERHEAD_FILE, score_sweep
+from bugzoo.judge.sealed import score_sweep_sealed
 
 log = logging.getLogger(__name__)
 
@@ -198,6 +200,9 @@ def main(argv: list[str]) -> int:
     options = sweep_options(args, "0" if args.quick else BENCH_SEEDS)
     name = args.sweep or ("quick" if args.quick else "bench")
     chosen = select_detectors(args.detectors)
+    # collect once, check sealed: training processes load only the live detectors
+    sealed = [n for n in chosen if is_sealed(detector_class(n))]
+    live = [n for n in chosen if n not in sealed]
     overrides = [*(QUICK_OVERRIDES if args.quick else ()), *overrides]
     scenarios = select_scenarios(options.patterns, quick=args.quick, controls=False)
     if not scenarios:
@@ -208,12 +213,13 @@ def main(argv: list[str]) -> int:
     # only now, with every input valid, may the results folder be created
     out = store.ensure_writable(Path(args.out) if args.out else Path("results/runs") / name)
     split = the_split(out, args.split, options.seeds)
-    tasks = plan_runs(scenarios, split, overrides, chosen, out, timeout, pairs=True)
+    tasks = plan_runs(scenarios, split, overrides, live, out, timeout, pairs=True)
     remove_partial(out)
     store.write_sweep_command(out, command_line("bench", argv))
     log.info("sweep %s (%s split): %d scenarios x %d seeds, buggy runs paired with their "
-             "controls, detectors %s, %d workers -> %s", name, split.name, len(scenarios),
-             len(split.seeds), ", ".join(chosen), options.workers, out)
+             "controls, live detectors %s, sealed detectors %s, %d workers -> %s", name,
+             split.name, len(scenarios), len(split.seeds), ", ".join(live) or "none",
+             ", ".join(sealed) or "none", options.workers, out)
     start = time.perf_counter()
     workers = options.workers * (args.jobs or 1)
     with recorded_if_stopped(out, tasks, start, workers):
@@ -236,6 +242,8 @@ def main(argv: list[str]) -> int:
                              options.workers,
                              QUICK_OVERHEAD_BLOCKS if args.quick else OVERHEAD_BLOCKS,
                              options.progress)
+    if sealed:
+        score_sweep_sealed(out, sealed, progress=options.progress)
     store.add_sweep_time(out, time.perf_counter() - start, sum(outcomes.values()), workers)
     print(score_sweep(out, command=f"bugzoo score {out}"))
     if args.quick:

@@ -59,9 +59,10 @@ def _identity(name: str, status: dict) -> dict:
     return {"role": "heuristic", "scope": "generic", "distribution": "unknown", "version": ""}
 
 
-def run_outcomes(path: Path) -> list[dict]:
-    """One row per detector that watched the run stored at ``path``."""
-    summary = summary_with_setup(path)
+def run_outcomes(path: Path, summary: dict | None = None) -> list[dict]:
+    """One row per detector that watched the run stored at ``path`` (its ``summary``, when
+    read already)."""
+    summary = summary or summary_with_setup(path)
     alarms = store.read_alarms(path)
     elapsed = pd.Series(dtype=float)
     if not alarms.empty:
@@ -118,14 +119,28 @@ def judge_run(summary: dict, alarms: pd.DataFrame, elapsed: pd.Series) -> list[d
             "detector_error": status.get("error"), "release": summary.get("release"),
             "scored": status.get("scored", IN_PROCESS),
             "setup_digest": summary.get("setup_digest"),
+            "trace_digest": summary.get("trace_digest"),
         })
     return rows
 
 
 def outcomes(sweep_dir: Path) -> pd.DataFrame:
     """Per (detector, run) outcomes of every complete run in a sweep folder; runs of different
-    releases (:mod:`bugzoo.release`) are not scored together."""
-    rows = [row for path in store.iter_runs(sweep_dir) for row in run_outcomes(path)]
+    releases (:mod:`bugzoo.release`) are not scored together. The sealed detectors' rows
+    (``sealed_outcomes.parquet``, :mod:`bugzoo.judge.sealed`) join those of runs whose trace
+    they were scored on; a row of a run made again since is left out."""
+    rows, traces = [], set()
+    for path in store.iter_runs(sweep_dir):
+        summary = summary_with_setup(path)
+        traces.add((summary["scenario"], summary["seed"], run_role(summary),
+                    summary.get("trace_digest")))
+        rows += run_outcomes(path, summary)
+    sealed = store.read_sealed(sweep_dir)
+    if sealed is not None and len(sealed):
+        scored_on = list(zip(sealed["scenario"], sealed["seed"], sealed["run_role"],
+                             sealed["trace_digest"], strict=True))
+        sealed = sealed[[key in traces for key in scored_on]]
+        rows += sealed.replace({np.nan: None}).to_dict("records")
     if not rows:
         raise UsageError(f"no complete runs under {sweep_dir}")
     table = pd.DataFrame(rows)

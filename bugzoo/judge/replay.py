@@ -15,38 +15,12 @@ import time
 from pathlib import Path
 
 from bugzoo.commands import command_line
-from bugzoo.detector import is_sealed
-from bugzoo.detector_registry import SELECTORS, detector_class, select_detectors
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness.traceset import stored_runs
 from bugzoo.judge.scoring import write_boards
-from bugzoo.judge.sealed import sealed_outcomes, secret_folders
+from bugzoo.judge.sealed import sealed_outcomes, sealed_selection, secret_folders
 
 log = logging.getLogger(__name__)
-
-
-def replayable(words: list[str] | None) -> list[str]:
-    """The detectors ``words`` select (as ``--detectors`` reads them) that are sealed. One a
-    selector brings in that is not is left out, logged; one named is a UsageError."""
-    named = {w for arg in words or () for w in arg.split(",")} - set(SELECTORS)
-    chosen, left_out = [], []
-    for name in select_detectors(words):
-        if is_sealed(detector_class(name)):
-            chosen.append(name)
-        elif name in named:
-            reason = detector_class(name).live_reason or "it may read the live run"
-            raise UsageError(
-                f"detector {name} cannot be replayed: it is not sealed ({reason}), and a "
-                f"stored run holds only its trace; score it with a live `bugzoo bench "
-                f"--detectors {name}`")
-        else:
-            left_out.append(name)
-    if left_out:
-        log.warning("not replayed, since they read the live run and not only its trace "
-                    "(score them with a live `bugzoo bench`): %s", ", ".join(left_out))
-    if not chosen:
-        raise UsageError("no detector to replay: none selected is sealed")
-    return chosen
 
 
 def replay_bench(source: Path, words: list[str] | None, out: Path | None) -> str:
@@ -57,7 +31,7 @@ def replay_bench(source: Path, words: list[str] | None, out: Path | None) -> str
         raise UsageError(f"--out {out} is inside the replayed folder {source}: replay never "
                          "changes it")
     runs = stored_runs(source)  # a folder that holds no replayable run fails here, first
-    names = replayable(words)
+    names = sealed_selection(words)
     start = time.perf_counter()
     table = sealed_outcomes(runs, names, hidden=secret_folders(source),
                             progress=True)

@@ -46,6 +46,7 @@ from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
 from bugzoo.judge.figures import category_figure, leaderboard_figure
 from bugzoo.judge.outcomes import one_release, outcomes, visible_at_setup, with_suites
+from bugzoo.judge.sealed import score_sweep_sealed, sealed_selection
 from bugzoo.judge.stats import BOOTSTRAP, clopper_pearson
 from bugzoo.registry import OWN_DISTRIBUTION
 
@@ -536,6 +537,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("sweep_dir", help="a sweep folder, e.g. results/runs/bench")
     p.add_argument("--publish", action="store_true",
                    help="also write the tables into results/")
+    p.add_argument("--detectors", nargs="+", metavar="NAME",
+                   help="sealed detectors (names or selectors) to score again on the sweep's "
+                   "stored traces before the board is made; trains nothing")
     p.add_argument("--beside", metavar="SWEEP_DIR",
                    help="also score this sweep's detectors, on the runs both sweeps made "
                         "(e.g. a tool's subset beside results/runs/bench)")
@@ -543,6 +547,8 @@ def main(argv: list[str]) -> int:
     for folder in filter(None, (args.sweep_dir, args.beside)):
         if not Path(folder).is_dir():
             raise UsageError(f"no sweep folder {folder}")
+    if args.detectors:
+        score_sweep_sealed(Path(args.sweep_dir), sealed_selection(args.detectors))
     command = command_line("score", [args.sweep_dir, *(["--publish"] if args.publish else []),
                                      *(["--beside", args.beside] if args.beside else [])])
     print(score_sweep(Path(args.sweep_dir), Path("results") if args.publish else None, command,

@@ -27,9 +27,11 @@ import pandas as pd
 from tqdm import tqdm
 
 from bugzoo.bugs.base import CATEGORIES
-from bugzoo.detector_registry import DETECTORS, detector_class
+from bugzoo.detector import is_sealed
+from bugzoo.detector_registry import DETECTORS, SELECTORS, detector_class, select_detectors
+from bugzoo.errors import UsageError
 from bugzoo.harness import sandbox, store
-from bugzoo.harness.traceset import StoredRun, is_traceset
+from bugzoo.harness.traceset import StoredRun, is_traceset, stored_runs
 from bugzoo.judge.outcomes import judge_run
 from bugzoo.judge.sealed_zygote import read_message, write_message
 from bugzoo.trace import RunFacts
@@ -41,6 +43,30 @@ LIMITS = {"wall_s": 300.0, "cpu_s": 300, "memory_bytes": 8 << 30}  # per job
 STORED_RUNS = Path("results/runs")  # hidden as well as the scored folder: other sweeps' runs
 SYMPTOM_CHARS, MESSAGE_CHARS = 80, 500
 WORKERS = min(2, os.cpu_count() or 1)
+
+
+def sealed_selection(words: list[str] | None) -> list[str]:
+    """The detectors ``words`` select (as ``--detectors`` reads them) that are sealed. One a
+    selector brings in that is not is left out, logged; one named is a UsageError."""
+    named = {w for arg in words or () for w in arg.split(",")} - set(SELECTORS)
+    chosen, left_out = [], []
+    for name in select_detectors(words):
+        if is_sealed(detector_class(name)):
+            chosen.append(name)
+        elif name in named:
+            reason = detector_class(name).live_reason or "it may read the live run"
+            raise UsageError(
+                f"detector {name} cannot be replayed: it is not sealed ({reason}), and a "
+                f"stored run holds only its trace; score it with a live `bugzoo bench "
+                f"--detectors {name}`")
+        else:
+            left_out.append(name)
+    if left_out:
+        log.warning("not replayed, since they read the live run and not only its trace "
+                    "(score them with a live `bugzoo bench`): %s", ", ".join(left_out))
+    if not chosen:
+        raise UsageError("no detector to replay: none selected is sealed")
+    return chosen
 
 
 class Zygote:
@@ -203,3 +229,17 @@ def sealed_outcomes(runs: Iterable[StoredRun], names: list[str], hidden: list[Pa
                    else pd.Series(dtype=float))
         rows += judge_run({**run.summary, "detectors": statuses}, alarms, elapsed)
     return pd.DataFrame(rows)
+
+
+def score_sweep_sealed(sweep_dir: Path, names: list[str], progress: bool = True) -> pd.DataFrame:
+    """Score the sealed detectors ``names`` on every stored run of ``sweep_dir``, training
+    nothing; their rows replace any earlier rows of theirs in the sweep's
+    ``sealed_outcomes.parquet``, which scoring reads beside the live rows. Returns the new rows."""
+    sweep_dir = Path(sweep_dir)
+    table = sealed_outcomes(stored_runs(sweep_dir), names, secret_folders(sweep_dir), progress)
+    earlier = store.read_sealed(sweep_dir)
+    if earlier is not None:
+        earlier = earlier[~earlier["detector"].isin(names)]
+        table = pd.concat([earlier, table], ignore_index=True) if len(earlier) else table
+    store.write_sealed(sweep_dir, table)
+    return table
