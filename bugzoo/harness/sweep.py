@@ -72,8 +72,8 @@ def parse_seeds(text: str) -> list[int]:
             f"--seeds takes a comma-separated list of integers, got {text!r}") from None
     if not seeds:
         raise UsageError("--seeds is empty")
-    if not 0 <= seeds[0] <= seeds[-1] < 2**32:
-        raise UsageError(f"--seeds must be integers in [0, 2**32), got {text!r}")
+    if not 0 <= seeds[0] <= seeds[-1] < 2**63:
+        raise UsageError(f"--seeds must be integers in [0, 2**63), got {text!r}")
     return seeds
 
 
@@ -112,7 +112,8 @@ def select_scenarios(patterns: list[str] | None, quick: bool = False, device: st
 class Split:
     """Which seeds a sweep trains: ``dev`` (the given seeds, each scenario's own data seed;
     published, replayable, fit to tune on) or ``test`` (training seeds and data-seed offsets
-    drawn from OS entropy when the sweep starts, recorded with its results, never published).
+    drawn from OS entropy when the sweep starts, 63-bit, recorded with its results and never
+    in a trace, so no detector can guess them).
     A scenario's data seed on the test split is its own plus the slot's offset, so scenarios
     that differ by their data seed stay different."""
 
@@ -128,7 +129,7 @@ class Split:
     @classmethod
     def test(cls, runs: int) -> Split:
         draw = secrets.SystemRandom()
-        return cls("test", tuple(draw.randrange(2**31) for _ in range(runs)),
+        return cls("test", tuple(draw.randrange(2**63) for _ in range(runs)),
                    tuple(draw.randrange(2**31) for _ in range(runs)),
                    datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
 

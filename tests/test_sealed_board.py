@@ -1,0 +1,101 @@
+"""The sealed board: each cheat found against the 1.5 board (the armed flag read through frames
+or threads, dispatch order read through a shared file, a clean oracle that trains the run
+again) scores on the live board, inside the training process, and about 0 sealed, on a small
+test split; and the confinement holds what it promises."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import faults
+import pandas as pd
+import pytest
+
+from bugzoo.cli import main
+from bugzoo.harness import sandbox, store
+from bugzoo.harness.sweep import Split
+
+SCENARIOS = ["mlp-missing_zero_grad", "mlp-double_softmax", "mlp-lr_too_high",
+             "mlp-class_filtered_out", "mlp-clean"]
+needs_namespaces = pytest.mark.skipif(sandbox.confinement() != sandbox.NAMESPACES,
+                                      reason="no user namespaces on this machine")
+
+
+@pytest.fixture(scope="module")
+def board(tmp_path_factory) -> pd.DataFrame:
+    """``bugzoo bench --split test`` on a few mlp bugs at one fresh seed, with every cheat
+    sealed and its live twin in the training process."""
+    root = tmp_path_factory.mktemp("sealed-board")
+    site = faults.install(root / "site")
+    out = root / "sweep"
+    out.mkdir()
+    store.write_split(out, Split.test(1).as_dict())  # one fresh seed, as a resumed sweep keeps
+    names = [f"{cheat}{suffix}" for cheat in faults.CHEATS for suffix in ("", "_live")]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(site))
+        patch.setenv("PYTHONPATH", faults.env_with(site)["PYTHONPATH"])
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(["bench", "--split", "test", "--scenarios", *SCENARIOS, "--workers", "1",
+                         "--out", str(out), "--no-progress", "--no-overhead", "--detectors",
+                         ",".join(names), "harness.steps=30", "harness.eval_interval=10"]) == 0
+    (Path(tempfile.gettempdir()) / "bugzoo-order-book.json").unlink(missing_ok=True)
+    return pd.read_csv(out / "leaderboard.csv").set_index("detector")
+
+
+@needs_namespaces
+@pytest.mark.slow
+@pytest.mark.parametrize("cheat", faults.CHEATS)
+def test_a_cheat_scores_in_process_and_about_zero_sealed(board, cheat):
+    live, sealed = board.loc[f"{cheat}_live"], board.loc[cheat]
+    assert live["scored"] == "in-process (trusted)" and live["score"] >= 0.75, live["score"]
+    assert sealed["scored"] == "sealed (namespaces)"
+    assert abs(sealed["score"]) <= 0.05 and sealed["score_lo"] <= 0 <= sealed["score_hi"]
+
+
+def confined(code: str, hidden: Path, private: Path) -> subprocess.CompletedProcess:
+    """``code`` run as a sealed job runs: in new namespaces, the filesystem sealed with
+    ``hidden`` covered, then a private job whose temporary folder is ``private``."""
+    prelude = textwrap.dedent(f"""
+        import os, socket, tempfile
+        from pathlib import Path
+        from bugzoo.harness import sandbox
+        sandbox.seal_filesystem([Path({str(hidden)!r})])
+        sandbox.enter_private_job(Path({str(private)!r}), 60, 4 << 30)
+    """)
+    return subprocess.run(sandbox.confined_command([sys.executable, "-c",
+                                                    prelude + textwrap.dedent(code)]),
+                          capture_output=True, text=True, timeout=120)
+
+
+@needs_namespaces
+def test_a_sealed_job_cannot_write_read_hidden_files_or_reach_the_network(tmp_path):
+    secret, private, outside = tmp_path / "sweep", tmp_path / "tmp", tmp_path / "written"
+    secret.mkdir()
+    private.mkdir()
+    (secret / "split.json").write_text('{"seeds": [1]}')
+    result = confined(f"""
+        assert os.listdir({str(secret)!r}) == [], "the hidden folder shows"
+        for target in ({str(outside)!r}, os.path.expanduser("~/bugzoo-x"), "/tmp/bugzoo-x"):
+            try:
+                open(target, "w")
+                raise SystemExit(f"wrote {{target}}")
+            except OSError:
+                pass
+        with open(os.path.join(tempfile.gettempdir(), "mine"), "w") as f:
+            f.write("a private folder")
+        try:
+            socket.create_connection(("127.0.0.1", 22), timeout=1)
+            raise SystemExit("reached the network")
+        except OSError:
+            pass
+        print("sealed")
+    """, secret, private)
+    assert result.stdout.strip() == "sealed", result.stderr
+    assert not outside.exists() and not os.listdir(private)  # its private folder went with it
