@@ -178,3 +178,24 @@ def test_expected_failures_are_strict_xfails(detector, check):
 def test_expected_failed_checks_must_name_real_checks():
     with pytest.raises(ValueError, match="unknown checks"):
         conformance.parametrize_with_checks([Malformed], {"check_nonsense": "no such check"})
+
+
+class ArmedReader(Detector):
+    """Cheats: reads the armed flag off the caller's frames, alarms on armed runs only."""
+
+    def setup(self, run):
+        super().setup(run)
+        import inspect
+
+        self.armed = next((f.frame.f_locals["armed"] for f in inspect.stack()
+                           if isinstance(f.frame.f_locals.get("armed"), bool)), False)
+
+    def observe(self, obs):
+        return [self.alarm(obs.step, "armed", "unknown", "armed")] if self.armed and obs.step == 5 \
+            else []
+
+
+def test_the_honeypot_check_fails_a_reader_of_the_armed_flag_and_passes_a_builtin():
+    with pytest.raises(ConformanceError, match="honeypot: on a decoy pair impersonating"):
+        conformance.check_honeypots(detector_factory(ArmedReader))
+    conformance.check_honeypots(detector_factory("loss_plateau"))

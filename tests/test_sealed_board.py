@@ -46,7 +46,9 @@ def board(tmp_path_factory) -> pd.DataFrame:
                          "--out", str(out), "--no-progress", "--no-overhead", "--detectors",
                          ",".join(names), "harness.steps=30", "harness.eval_interval=10"]) == 0
     (Path(tempfile.gettempdir()) / "bugzoo-order-book.json").unlink(missing_ok=True)
-    return pd.read_csv(out / "leaderboard.csv").set_index("detector")
+    table = pd.read_csv(out / "leaderboard.csv").set_index("detector")
+    table.attrs["sweep"] = out
+    return table
 
 
 @needs_namespaces
@@ -57,6 +59,28 @@ def test_a_cheat_scores_in_process_and_about_zero_sealed(board, cheat):
     assert live["scored"] == "in-process (trusted)" and live["score"] >= 0.75, live["score"]
     assert sealed["scored"] == "sealed (namespaces)"
     assert abs(sealed["score"]) <= 0.05 and sealed["score_lo"] <= 0 <= sealed["score_hi"]
+    assert sealed["honeypot_score"] == 0 and pd.isna(sealed["flag"])
+
+
+@needs_namespaces
+@pytest.mark.slow
+def test_the_honeypot_column_flags_the_live_cheats_that_read_the_role(board):
+    """Reading the armed flag or the dispatch order shows on the decoy pairs; the clean oracle,
+    which compares with a true clean run, does not (sealing is what stops it)."""
+    for cheat in ("frame_reader", "thread_reader", "order_reader"):
+        assert board.loc[f"{cheat}_live", "honeypot_score"] == 1.0
+        assert "scores on honeypots" in board.loc[f"{cheat}_live", "flag"]
+    assert board.loc["clean_oracle_live", "honeypot_score"] == 0.0
+
+
+@pytest.mark.slow
+def test_a_decoy_pair_is_one_run_twice(board):
+    """The decoy's plant changes nothing: its armed and disarmed runs have one trace."""
+    runs = pd.read_csv(board.attrs["sweep"] / "outcomes.csv")
+    decoys = runs[runs["honeypot"]].drop_duplicates(["scenario", "seed", "run_role"])
+    assert set(decoys["run_role"]) == {"buggy", "control"} and decoys["scenario"].str.endswith(
+        ".honeypot").all()
+    assert decoys["trace_digest"].nunique() == 1
 
 
 def confined(code: str, hidden: Path, private: Path) -> subprocess.CompletedProcess:

@@ -35,7 +35,7 @@ from omegaconf import DictConfig
 from bugzoo.bugs import get_bug
 from bugzoo.config import compose_run, resolved
 from bugzoo.detector_registry import load_detector
-from bugzoo.harness import store
+from bugzoo.harness import honeypot, store
 from bugzoo.harness.processes import (
     environment_key,
     exit_with_parent,
@@ -72,6 +72,7 @@ class RunTask:
     timeout_s: float
     tag: str = ""  # names another run of the same scenario and seed
     armed: bool = True  # False: the buggy scenario's disarmed twin, its matched control
+    honeypot: bool = False  # the scenario's bug replaced by a decoy that impersonates it
 
     @property
     def expected_cost(self) -> float:
@@ -114,13 +115,15 @@ def run_task(task: RunTask) -> dict:
     """Compose, run and store one task in this process; returns a small status record."""
     cfg = task.compose()
     detectors = [load_detector(name) for name in task.detectors]
+    decoy = honeypot.impersonating(get_bug(cfg.bug.id)) if task.honeypot else None
     partial = PartialRun()
     watchdog = threading.Timer(task.timeout_s, _give_up, (task, partial))
     watchdog.daemon = True
     watchdog.start()
     try:
         with memory_limit(cfg.harness.get("memory_limit_mb")):
-            result = execute(cfg, detectors, partial=partial, armed=task.armed)
+            result = execute(cfg, detectors, bug=decoy, partial=partial, armed=task.armed,
+                             honeypot=task.honeypot)
     finally:
         watchdog.cancel()
     store.write_run(task.path, result.config, result.trace, result.alarms, result.summary,
@@ -144,7 +147,7 @@ def record_failure(task: RunTask, outcome: str, error: str, wall_s: float,
     statuses = {n: DetectorStatus() for n in task.detectors}
     statuses.update({w.detector.name: w.status(wall_s) for w in partial.watches})
     summary = build_summary(cfg, bug, armed=task.armed, trace=trace, outcome=outcome, error=error,
-                            wall_s=wall_s, detectors=statuses)
+                            wall_s=wall_s, detectors=statuses, honeypot=task.honeypot)
     alarms = pd.DataFrame([a for w in partial.watches for a in list(w.alarms)],
                           columns=store.ALARM_COLUMNS)
     store.write_run(task.path, resolved(cfg), trace, alarms, summary, layers)

@@ -20,6 +20,7 @@ from omegaconf import DictConfig
 
 from bugzoo import cpu_model, release
 from bugzoo.bugs import Bug
+from bugzoo.harness.honeypot import TAG as HONEYPOT_TAG
 from bugzoo.scenarios import get_scenario, scenario_id
 from bugzoo.telemetry import TIMING_COLUMNS
 
@@ -196,7 +197,7 @@ def build_summary(cfg: DictConfig, bug: Bug | None, *, armed: bool = True,
                   world_size: int = 1, backend: str | None = None,
                   rank_errors: list | None = None,
                   rank_param_divergence: float | None = None,
-                  setup_digest: str | None = None) -> dict:
+                  setup_digest: str | None = None, honeypot: bool = False) -> dict:
     """Every key of a run's ``summary.json``: the trace metrics, the holdout measurement of a
     completed run, its serving check (``padding``: validation loss and accuracy per padding
     width, the first as trained, the last as served; for a language model, ``generation``: what
@@ -207,7 +208,8 @@ def build_summary(cfg: DictConfig, bug: Bug | None, *, armed: bool = True,
     of a buggy run; ``clean``), how it ended (``startup_s``: how long building the run took,
     before its first step), its
     ``setup_digest`` (:mod:`.setup_digest`; None when it did not build), the ranks
-    of a distributed run and each detector's status. The facts a
+    of a distributed run and each detector's status; a ``honeypot`` run (a decoy's) is stored
+    as the scenario ``<scenario>.honeypot``. The facts a
     detector's RunView gives besides the live objects (``num_classes``, ``dataset``, ``model``,
     ``steps``, ``loss_floor``) are kept, so a stored trace can be replayed to it."""
     summary = summarize(trace, num_classes)
@@ -243,4 +245,6 @@ def build_summary(cfg: DictConfig, bug: Bug | None, *, armed: bool = True,
         detectors={name: status.as_dict() for name, status in detectors.items()})
     # the bug's declared symptom on this run, beside its twin's for the leaderboard
     summary["symptom_value"] = summary.get(bug.check.metric) if bug else None
+    if honeypot:  # a decoy pair is a scenario of its own, so it never pairs with the real one
+        summary.update(scenario=f"{scenario}.{HONEYPOT_TAG}", honeypot=True)
     return summary

@@ -27,14 +27,15 @@ log = logging.getLogger(__name__)
 
 
 def execute(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = None,
-            partial: PartialRun | None = None, armed: bool = True) -> RunResult:
+            partial: PartialRun | None = None, armed: bool = True,
+            honeypot: bool = False) -> RunResult:
     """Train one run with ``detectors`` watching; a crash is recorded, not raised.
 
     ``bug`` plants a Bug object directly instead of looking ``cfg.bug.id`` up (the conformance
     suite plants decoys this way). ``partial`` receives the trace rows and the watches as the
     run makes them. ``armed=False`` makes the run the buggy run's matched control, its
-    disarmed twin (:class:`~bugzoo.train.Trainer`). Runs on several ranks go to
-    :mod:`.distributed`."""
+    disarmed twin (:class:`~bugzoo.train.Trainer`). ``honeypot`` marks a run whose ``bug`` is a
+    decoy (:mod:`.honeypot`). Runs on several ranks go to :mod:`.distributed`."""
     list_bugs()  # every bug module loaded: sys.modules must not single out the planted one
     if bug is None and cfg.get("bug"):
         bug = get_bug(cfg.bug.id)
@@ -75,7 +76,7 @@ def execute(cfg: DictConfig, detectors: list[Detector] = (), bug: Bug | None = N
         startup_s=startup_s, setup_digest=setup,
         detectors={w.detector.name: w.status(wall_s) for w in watches}, **run_facts(trainer),
         holdout=holdout, padding=padding, generation=generation,
-        entropy_floor=entropy_floor(trainer), device=str(trainer.device))
+        entropy_floor=entropy_floor(trainer), device=str(trainer.device), honeypot=honeypot)
     alarms = pd.DataFrame([a for w in watches for a in w.alarms], columns=store.ALARM_COLUMNS)
     return RunResult(resolved(cfg), trace, alarms, summary, layers, trainer=trainer)
 

@@ -24,7 +24,7 @@ from bugzoo import release
 from bugzoo.config import compose_run
 from bugzoo.detector_registry import is_exclusive
 from bugzoo.errors import UsageError
-from bugzoo.harness import store
+from bugzoo.harness import honeypot, store
 from bugzoo.harness.pool import RunTask, run_tasks
 from bugzoo.scenarios import Scenario, get_scenario, list_scenarios
 
@@ -150,7 +150,9 @@ def plan_runs(scenarios: list[Scenario], seeds: list[int] | Split, overrides: li
               ) -> list[RunTask]:
     """One run per scenario and seed watched by every shared detector, plus one run of its own
     (tagged with its name) for each exclusive detector; with ``pairs``, each buggy run's
-    disarmed twin beside it (tagged ``control``), its matched control."""
+    disarmed twin beside it (tagged ``control``), its matched control, and per model one decoy
+    pair that impersonates one of its buggy scenarios (tagged ``honeypot``,
+    :mod:`bugzoo.harness.honeypot`)."""
     split = seeds if isinstance(seeds, Split) else Split.dev(seeds)
     exclusive = [d for d in detectors if is_exclusive(d)]
     shared = tuple(d for d in detectors if d not in exclusive)
@@ -166,6 +168,14 @@ def plan_runs(scenarios: list[Scenario], seeds: list[int] | Split, overrides: li
                     tasks.append(RunTask(s, seed, extra, names, str(out), s.isolate, timeout,
                                          ".".join(filter(None, (tag, store.CONTROL_TAG))),
                                          armed=False))
+    decoys = honeypot.impersonated([s for s in scenarios if not s.isolate], split.seeds)
+    for s in decoys if pairs else ():
+        for slot, seed in enumerate(split.seeds):
+            extra = (*overrides, *split.overrides(s, slot))
+            for tag, armed in ((honeypot.TAG, True),
+                               (f"{honeypot.TAG}.{store.CONTROL_TAG}", False)):
+                tasks.append(RunTask(s, seed, extra, shared, str(out), s.isolate, timeout, tag,
+                                     armed=armed, honeypot=True))
     return tasks
 
 

@@ -25,6 +25,7 @@ import pandas as pd
 from bugzoo import release
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
+from bugzoo.harness.honeypot import TAG as HONEYPOT_TAG
 from bugzoo.harness.setup_digest import summary_with_setup
 from bugzoo.telemetry import Observation, observations
 
@@ -70,7 +71,7 @@ def _sweep_runs(sweep_dir: Path) -> list[Path]:
     if not sweep_dir.is_dir():
         raise UsageError(f"no sweep folder or trace set {sweep_dir}")
     paths = [p for p in store.iter_runs(sweep_dir)
-             if re.fullmatch(rf"seed\d+(\.{store.CONTROL_TAG})?", p.name)]
+             if re.fullmatch(rf"seed\d+(\.{HONEYPOT_TAG})?(\.{store.CONTROL_TAG})?", p.name)]
     if not paths:
         raise UsageError(f"{sweep_dir} holds no stored runs: give a sweep folder (runs as "
                          "<scenario>/seed<k>/) or a trace set (" + ", ".join(TRACESET_FILES)

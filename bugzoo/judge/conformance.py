@@ -34,12 +34,12 @@ import yaml
 from omegaconf import DictConfig, open_dict
 from torch import nn
 
-from bugzoo.bugs import CATEGORIES, Bug, SymptomCheck, bug_modules, get_bug
-from bugzoo.bugs.base import from_onset, patch_method
+from bugzoo.bugs import CATEGORIES, Bug, bug_modules, get_bug
 from bugzoo.config import compose_run
 from bugzoo.detector import Alarm, Detector
 from bugzoo.detector_registry import load_detector
 from bugzoo.errors import ArgumentParser, UsageError
+from bugzoo.harness import honeypot
 from bugzoo.harness.record import RunResult
 from bugzoo.harness.runner import execute
 from bugzoo.harness.watch import run_view
@@ -271,33 +271,6 @@ def check_teardown_removes_hooks(make: Factory) -> None:
         raise ConformanceError("teardown() left hooks or patches behind: " + ", ".join(left))
 
 
-DECOY_ONSET = 5  # where a decoy's plant would start, if it did anything
-
-
-class DecoyBug(Bug):
-    """A bug planted as a real one is (a patch of a seam of the loop, from its onset, with the
-    bug in its module's globals and the module's file name in its code), whose replacement
-    does exactly what the clean seam does: nothing a detector may react to."""
-
-    def before_build(self, trainer) -> None:
-        patch_method(trainer, "zero_grad", self.replacement, active=from_onset(trainer))
-
-
-def _decoy(category: str) -> DecoyBug:
-    """A decoy with a random id, its plant's code compiled as if from its own bug module."""
-    bug_id = f"decoy_{secrets.token_hex(4)}"
-    source = ("def zero_grad(self):\n"
-              "    self.optimizer.zero_grad(set_to_none=True)  # what the clean seam does\n")
-    namespace: dict = {"__name__": f"bugzoo.bugs.{bug_id}"}
-    exec(compile(source, f"bugzoo/bugs/{bug_id}.py", "exec"), namespace)
-    bug = DecoyBug(id=bug_id, title="decoy", category=category, symptom="none",
-                   check=SymptomCheck("final_loss", "higher"), explanation="a no-op bug",
-                   buggy="", fixed="", onset=DECOY_ONSET)
-    namespace["BUG"] = bug
-    object.__setattr__(bug, "replacement", namespace["zero_grad"])
-    return bug
-
-
 def _reachable(root, limit: int = 20000) -> Iterator[object]:
     """Every object reachable from ``root`` through attributes, containers, the variables a
     function closes over and the object a method is bound to (tensors and arrays are yielded,
@@ -365,9 +338,9 @@ def check_blind(make: Factory) -> None:
     gc.collect()  # the patches of earlier runs in this process must not be found instead
     clean = _alarms(_run(cfg, [make()]))
     for category in ("loss", "optim"):
-        decoy = _decoy(category)
+        decoy = honeypot.made_up(category)
         with open_dict(cfg):
-            cfg.bug = {"id": decoy.id, "onset": DECOY_ONSET, "params": {}}
+            cfg.bug = {"id": decoy.id, "onset": honeypot.DECOY_ONSET, "params": {}}
         try:
             alarms = _alarms(_run(cfg, [make()], bug=decoy))
         finally:
@@ -400,6 +373,41 @@ def check_blind(make: Factory) -> None:
         if missing:
             raise ConformanceError(f"sys.modules at setup holds only some bug modules (not "
                                    f"{sorted(missing)[:3]}...): it singles out the planted one")
+
+
+HONEYPOT_MODELS = ("mlp", "lstm")  # cheap to train; the check draws one
+HONEYPOT_STEPS = (20, 40)
+
+
+def check_honeypots(make: Factory) -> None:
+    """The detector alarms alike on both runs of a decoy pair.
+
+    The pair impersonates a buggy scenario drawn at random (its id, card and settings; a
+    model, a length and a 63-bit seed drawn too, so the check cannot be recognised), with a
+    plant that changes nothing (:mod:`bugzoo.harness.honeypot`), once armed and once disarmed:
+    the two runs are the same run, and a detector that alarms differently has read which is
+    armed, or which bug is planted, instead of what the run does."""
+    draw = secrets.SystemRandom()
+    candidates = [s for s in registry().values() if not s.clean and not s.isolate
+                  and not s.needs_cuda and s.model in HONEYPOT_MODELS]
+    scenario = draw.choice(sorted(candidates, key=lambda s: s.id))
+    cfg = compose_run([f"scenario={scenario.id}", f"harness.steps={draw.randint(*HONEYPOT_STEPS)}",
+                       "harness.eval_interval=10", "harness.device=cpu",
+                       f"seed={draw.randrange(2**63)}"])
+    decoy = honeypot.impersonating(get_bug(cfg.bug.id))
+    runs = {armed: _alarms(_run_pair_side(cfg, make(), decoy, armed)) for armed in (True, False)}
+    if runs[True] != runs[False]:
+        raise ConformanceError(
+            f"honeypot: on a decoy pair impersonating {scenario.id} (a plant that changes "
+            f"nothing) the detector alarmed {runs[True]} on the armed run and {runs[False]} on "
+            "the disarmed one; the two runs are the same run")
+
+
+def _run_pair_side(cfg: DictConfig, detector: Detector, bug: Bug, armed: bool) -> RunResult:
+    result = execute(copy.deepcopy(cfg), [detector], bug=bug, armed=armed, honeypot=True)
+    if result.summary["outcome"] != "completed":
+        raise ConformanceError(f"the check run itself failed: {result.summary['error']}")
+    return result
 
 
 def check_alarms_well_formed(make: Factory) -> None:
@@ -435,7 +443,7 @@ def check_alarms_well_formed(make: Factory) -> None:
 
 CHECKS: list[Callable[[Factory], None]] = [
     check_init_stores_params, check_independent_setups, check_non_invasive,
-    check_teardown_removes_hooks, check_blind, check_alarms_well_formed]
+    check_teardown_removes_hooks, check_blind, check_honeypots, check_alarms_well_formed]
 
 
 def check_detector(detector: str | type[Detector] | Factory, **params) -> list[str]:

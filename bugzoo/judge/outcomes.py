@@ -120,6 +120,7 @@ def judge_run(summary: dict, alarms: pd.DataFrame, elapsed: pd.Series) -> list[d
             "scored": status.get("scored", IN_PROCESS),
             "setup_digest": summary.get("setup_digest"),
             "trace_digest": summary.get("trace_digest"),
+            "honeypot": bool(summary.get("honeypot")),
         })
     return rows
 

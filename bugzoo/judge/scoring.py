@@ -53,6 +53,7 @@ from bugzoo.registry import OWN_DISTRIBUTION
 log = logging.getLogger(__name__)
 
 HEALTHY_LIMIT = 0.05  # a healthy false-alarm rate above this is flagged on the board
+HONEYPOT_FLAG = "scores on honeypots"
 OVERHEAD_FILE = "overhead.csv"
 PUBLISHED_OUTCOMES = "outcomes.parquet"  # the published board's input, one row per run and detector
 
@@ -220,10 +221,28 @@ def run_overhead(table: pd.DataFrame, overhead: pd.DataFrame | None) -> dict[str
     return found
 
 
+def without_honeypots(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rows of real runs, and those of decoy pairs (:mod:`bugzoo.harness.honeypot`)."""
+    decoy = (table["honeypot"].fillna(False).astype(bool) if "honeypot" in table
+             else pd.Series(False, index=table.index))
+    return table[~decoy], table[decoy]
+
+
+def honeypot_row(g: pd.DataFrame) -> dict:
+    """A detector's paired score on decoy pairs; its interval above 0 flags it: only reading
+    which bug is planted or which run is armed, not what the run does, can score there."""
+    p = pairs(g)
+    scores = paired_scores(p) if len(p) else {"score": math.nan, "score_lo": math.nan,
+                                               "score_hi": math.nan}
+    return {"honeypot_score": scores["score"], "honeypot_score_lo": scores["score_lo"],
+            "honeypot_score_hi": scores["score_hi"], "honeypot_pairs": len(p)}
+
+
 def leaderboard(table: pd.DataFrame, overhead: pd.DataFrame | None = None,
-                suite_label: str = "") -> pd.DataFrame:
+                suite_label: str = "", decoys: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per detector and suite over silent pairs and healthy runs, best score first
-    (``suite_label``: see :func:`~bugzoo.judge.outcomes.with_suites`)."""
+    (``suite_label``: see :func:`~bugzoo.judge.outcomes.with_suites`), with the honeypot
+    column from ``decoys``' rows when given."""
     scored = silent(with_suites(table, suite_label))
     paid = run_overhead(scored, overhead)
     rows = [{"detector": d, **_identity_columns(g), **detector_row(g),
@@ -231,6 +250,14 @@ def leaderboard(table: pd.DataFrame, overhead: pd.DataFrame | None = None,
     board = pd.DataFrame(rows)
     if board.empty:
         return board
+    if decoys is not None and len(decoys):
+        per = {d: honeypot_row(g) for d, g in with_suites(decoys, suite_label).groupby("detector")}
+        board = board.assign(**{column: [per.get(d, {}).get(column, math.nan)
+                                         for d in board["detector"]]
+                                for column in honeypot_row(decoys.iloc[:0])})
+        above = board["honeypot_score_lo"] > 0
+        board["flag"] = [("; ".join(filter(None, (flag, HONEYPOT_FLAG))) if hit else flag)
+                         for flag, hit in zip(board["flag"], above, strict=True)]
     return board.sort_values(["score", "recall", "detector"], ascending=[False, False, True],
                              na_position="last", ignore_index=True)
 
@@ -336,6 +363,19 @@ def markdown_table(board: pd.DataFrame, keys: list[str]) -> str:
 MAIN_KEYS = ["detector", "role", "score", "recall", "matched_false_alarm_rate",
              "healthy_false_alarm_rate", "flag", "early", "diagnosis_accuracy",
              "median_delay_steps", "median_delay_steps_midrun", "overhead"]
+
+
+def main_keys(board: pd.DataFrame) -> list[str]:
+    """The main table's columns: where each row was scored and its honeypot score, on boards
+    that have them."""
+    keys = list(MAIN_KEYS)
+    if "scored" in board:
+        keys.insert(keys.index("role") + 1, "scored")
+    if "honeypot_score" in board:
+        keys.insert(keys.index("flag"), "honeypot_score")
+    return keys
+
+
 COUNT_KEYS = ["detector", "bugs", "pairs", "hits", "misses", "early", "control_alarms",
               "clean_runs", "false_alarms", "recall_runs", "unpaired", "detector_errors"]
 CATEGORY_KEYS = ["detector", "category", "bugs", "pairs", "score", "recall", "early",
@@ -367,6 +407,16 @@ EXPLANATION = (
     "ambiguous, which counts as wrong.")
 
 
+HONEYPOT_NOTE = (
+    "**scored**: `sealed (namespaces)` rows were scored from the stored trace alone, outside "
+    "the training process, each run in a confined process of its own; `in-process (trusted)` "
+    "rows watched the live run and are trusted not to read what they should not. "
+    "**honeypot_score**: the paired score on decoy pairs, one per model, that impersonate a "
+    "buggy scenario (its id, card and settings) with a plant that changes nothing; only "
+    "reading which bug is planted or which run is armed can score there, so an interval above "
+    f"0 is flagged ({HONEYPOT_FLAG}).")
+
+
 VISIBLE_NOTE = (
     "Bugs whose buggy run and matched control differ in what a detector reads at setup, "
     "without the seeds: settings, types, the module tree, parameter shapes and flags, the "
@@ -389,7 +439,8 @@ def render(board: pd.DataFrame, loud: pd.DataFrame, unproven: pd.DataFrame,
         "# Detector leaderboard", "",
         f"Regenerate with `{command}`. {stamp}. Silent bugs and healthy variants ({mix}); "
         "loud, unproven and setup-visible bugs apart.", "", EXPLANATION, "",
-        markdown_table(board, MAIN_KEYS) if len(board) else "_no silent-bug runs_", "",
+        markdown_table(board, main_keys(board)) if len(board) else "_no silent-bug runs_", "",
+        *([HONEYPOT_NOTE, ""] if "honeypot_score" in board else []),
         "## Run-level counts", "",
         markdown_table(board, COUNT_KEYS) if len(board) else "", "",
         "## Detectors", "", sources, "",
@@ -467,10 +518,11 @@ def score_sweep(sweep_dir: Path, publish: Path | None = None,
         table.to_parquet(Path(publish) / PUBLISHED_OUTCOMES, index=False)
         # deferred: the out-of-sample page is made of this module's boards
         from bugzoo.judge.out_of_sample import has_unseen_bugs, write_out_of_sample
-        if has_unseen_bugs(table):
+        real, _ = without_honeypots(table)
+        if has_unseen_bugs(real):
             stamp = store.sweep_stamp(sweep_dir) or "Runs made with unrecorded versions"
             made_by = store.read_sweep_command(sweep_dir)
-            write_out_of_sample(table, Path(publish),
+            write_out_of_sample(real, Path(publish),
                                 f"{made_by}` then `{command}" if made_by else command, stamp)
         for name in (OVERHEAD_FILE, store.SWEEP_TIME, store.SPLIT_FILE):
             if (sweep_dir / name).is_file():
@@ -496,8 +548,9 @@ def write_boards(table: pd.DataFrame, overhead: pd.DataFrame | None, made_in: Pa
     leaderboard.md, .csv and the other tables into each of ``folders``; return the Markdown.
     ``suite_label`` names suites that are not whole (a replay's). ``compare``: add each
     detector's line beside the published board (off when this board is the published one)."""
+    table, decoys = without_honeypots(table)
     runs = with_suites(table, suite_label)  # once: each board below reads the suites' rows
-    board = leaderboard(runs, overhead, suite_label)
+    board = leaderboard(runs, overhead, suite_label, decoys)
     loud, unproven, visible = (apart_board(runs, kind, suite_label) for kind in APART_KINDS)
     effects = unproven_effects(table)
     categories = category_board(runs, suite_label)
