@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
+from bugzoo.docblocks import with_block
+from bugzoo.paths import ROOT
+
 TRACE_VERSION = 2
 
 # name -> (unit, meaning) of every field of a record, in the Observation's order
@@ -82,3 +85,17 @@ def fields_table() -> str:
     lines += [f"| `{name}` | {unit} | {meaning} |"
               for name, (unit, meaning) in RECORD_FIELDS.items()]
     return "\n".join(lines)
+
+
+GUIDE_BLOCK = "trace-fields"  # the detector guide's block that fields_table() writes
+
+
+def main() -> int:
+    """Write the schema table into the detector guide (``python -m bugzoo.trace``)."""
+    guide = ROOT / "docs" / "pages" / "detectors.md"
+    guide.write_text(with_block(guide.read_text(), GUIDE_BLOCK, fields_table()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

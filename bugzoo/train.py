@@ -35,10 +35,9 @@ IGNORE = -100  # a target the loss skips (CrossEntropyLoss's ignore_index)
 
 
 def seed_everything(seed: int) -> None:
-    """Seed Python, NumPy and torch (CPU and CUDA) RNGs (NumPy's legacy seed takes 32 bits: a
-    test split's 63-bit seed goes to it modulo 2**32)."""
+    """Seed Python, NumPy and torch (CPU and CUDA) RNGs."""
     random.seed(seed)
-    np.random.seed(seed % 2**32)
+    np.random.seed(seed)
     torch.manual_seed(seed)
 
 

@@ -31,7 +31,6 @@ class AnomalyMode(Detector):
     runs only when named: ``bugzoo bench --detectors anomaly``.
     """
 
-    live_reason = "runs autograd's anomaly mode inside the training process"
     role = "tool"
     exclusive = True
     run_by_default = False

@@ -28,7 +28,6 @@ class AttentionRows(Detector):
     rounds each weight to 8 bits of mantissa, so its rows legitimately sum to 1 ± a few 0.004.
     """
 
-    live_reason = "reads attention weights through forward hooks on the model"
     scope = "targeted"  # checks for one known mistake
 
     def __init__(self, every: int = 5, tol: float = 1e-3, eps_units: float = 4.0):

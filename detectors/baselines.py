@@ -17,7 +17,7 @@ class AlwaysAlarm(Detector):
     """Baseline: one alarm at step 0 of every run."""
 
     role = "baseline"
-    sealed = True
+    observation_only = True
 
     def observe(self, obs: Observation) -> list[Alarm]:
         if obs.step == 0:
@@ -29,7 +29,7 @@ class NeverAlarm(Detector):
     """Baseline: never alarms."""
 
     role = "baseline"
-    sealed = True
+    observation_only = True
 
     def observe(self, obs: Observation) -> list[Alarm]:
         return []
@@ -44,7 +44,6 @@ class RandomAlarm(Detector):
     The default ``p`` = 0.0023 makes about half of 300-step runs alarm (1 - (1 - p)^300 = 0.5).
     """
 
-    live_reason = "seeds its coin with the run's initial weights, which the trace does not hold"
     role = "baseline"
 
     def __init__(self, p: float = 0.0023, seed: int = 0):

@@ -21,7 +21,7 @@ class BelowChance(Detector):
     more (for two classes: 0.25 against 0.5 ± 0.05).
     """
 
-    sealed = True
+    observation_only = True
 
     def __init__(self, fraction: float = 0.5, learned: float = 0.5):
         self.fraction, self.learned = fraction, learned

@@ -26,7 +26,6 @@ class CEProbabilities(Detector):
     Category ``loss``.
     """
 
-    live_reason = "reads the loss function's inputs through a hook"
     scope = "targeted"  # checks for one known mistake
 
     def setup(self, run: RunView) -> None:

@@ -72,7 +72,6 @@ class Cockpit(Detector):
     other than cross-entropy the detector stands down with a logged reason. Cost: one extra forward and a per-sample backward per step.
     """
 
-    live_reason = "instruments every backward pass with BackPACK"
     stood_down: str | None = None  # why the adapter went passive in this run, if it did
     role = "tool"
     run_by_default = False  # 5-20x overhead: run it by name (--detectors cockpit)

@@ -30,7 +30,6 @@ class DataChecks(Detector):
     training data); the same rows on both sides mean the training split itself is evaluated.
     """
 
-    live_reason = "reads the training and validation batches held by the loaders"
     scope = "targeted"  # checks for one known mistake
 
     def __init__(self, overlap: float = 0.01, mean_tol: float = 0.5,

@@ -25,7 +25,6 @@ class Determinism(Detector):
     runs, the framework integrations).
     """
 
-    live_reason = "compares the run with a twin trained from the same seed"
     twin_steps = 3
 
     def __init__(self, rel_tol: float = 1e-4):

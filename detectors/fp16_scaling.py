@@ -19,7 +19,6 @@ class FP16Scaling(Detector):
     exactly-zero gradient entries (underflow shows there).
     """
 
-    live_reason = "reads the dtypes of the model's parameters"
     scope = "targeted"  # checks for one known mistake
 
     def __init__(self, min_scale: float = 1.0):

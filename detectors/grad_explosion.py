@@ -18,7 +18,7 @@ class GradExplosion(Detector):
     Non-finite norms are left to the ``nonfinite`` detector.
     """
 
-    sealed = True
+    observation_only = True
 
     def __init__(self, factor: float = 10.0, window: int = 50, warmup: int = 10,
                  patience: int = 3):

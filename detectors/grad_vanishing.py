@@ -16,7 +16,7 @@ class GradVanishing(Detector):
     off upstream of it) is reported right after the baseline.
     """
 
-    sealed = True
+    observation_only = True
 
     def __init__(self, baseline: int = 10, ratio: float = 1e-3, patience: int = 10):
         self.baseline, self.ratio, self.patience = baseline, ratio, patience

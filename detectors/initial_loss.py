@@ -16,7 +16,7 @@ class InitialLoss(Detector):
     loss is not the cross-entropy it claims to be (``loss``).
     """
 
-    sealed = True
+    observation_only = True
 
     def __init__(self, high: float = 1.5, low: float = 0.5):
         self.high, self.low = high, low

@@ -18,7 +18,7 @@ class InputBound(Detector):
     median over a window ignores the odd slow fetch and the steps that also evaluate.
     """
 
-    sealed = True
+    observation_only = True
 
     def __init__(self, share: float = 0.2, window: int = 20):
         self.share, self.window = share, window

@@ -49,7 +49,6 @@ def fingerprint(run: RunView) -> tuple:
 class SettingsReader(Detector):
     """Integrity row: alarms at step 0 when the run's settings are its model's defaults."""
 
-    live_reason = "reads the run's optimizer, loaders and model, as a cheat would"
     role = "baseline"
 
     def setup(self, run: RunView) -> None:
@@ -90,7 +89,7 @@ class TraceMemoriser(Detector):
     trace of the run's model that matched it so far."""
 
     role = "baseline"
-    sealed = True
+    observation_only = True
 
     @staticmethod
     def available() -> str | None:

@@ -20,7 +20,6 @@ class IsFiniteHooks(Detector):
     are not checked).
     """
 
-    live_reason = "checks every module's outputs through forward hooks"
     def setup(self, run: RunView) -> None:
         super().setup(run)
         self.step, self.fired = 0, False

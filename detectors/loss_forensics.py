@@ -27,7 +27,7 @@ class LossForensics(Detector):
     accumulated gradients). Non-finite losses are left to the ``nonfinite`` detector.
     """
 
-    sealed = True
+    observation_only = True
 
     def __init__(self, window: int = 10, diverge: float = 1.5, spike_mads: float = 10.0,
                  spike_ratio: float = 3.0, spikes: int = 3, oscillate: float = 0.5,

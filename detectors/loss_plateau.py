@@ -23,7 +23,7 @@ class LossPlateau(Detector):
     the odd outlier batch (a moving average would carry it for dozens of steps).
     """
 
-    sealed = True
+    observation_only = True
 
     def __init__(self, window: int = 50, min_rel_improvement: float = 0.01,
                  high_frac: float = 0.5):

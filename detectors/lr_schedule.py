@@ -18,7 +18,6 @@ class LRSchedule(Detector):
     above its step size).
     """
 
-    live_reason = "reads whether the run has a scheduler object"
     scope = "targeted"  # checks for one known mistake
 
     def __init__(self, flat: int = 30, jump: float = 2.5, tail: float = 0.05):

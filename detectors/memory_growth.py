@@ -24,7 +24,7 @@ class MemoryGrowth(Detector):
     A leak present from the first step is caught after ``window`` steps. Category ``memory``.
     """
 
-    sealed = True
+    observation_only = True
 
     def __init__(self, window: int = 20, rising_share: float = 0.9, min_step_kib: float = 4.0):
         self.window, self.rising_share, self.min_step_kib = window, rising_share, min_step_kib

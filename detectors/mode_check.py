@@ -20,7 +20,6 @@ class ModeCheck(Detector):
     training steps left in eval mode (the loop never calls ``model.train()`` again).
     """
 
-    live_reason = "reads each module's train or eval mode at each phase"
     scope = "targeted"  # checks for one known mistake
 
     def setup(self, run: RunView) -> None:

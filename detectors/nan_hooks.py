@@ -17,7 +17,6 @@ class NanHooks(Detector):
     Training forward passes only (as the recipe hooks a training loop).
     """
 
-    live_reason = "checks every module's outputs through forward hooks"
     role = "tool"
 
     def setup(self, run: RunView) -> None:

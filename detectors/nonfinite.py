@@ -12,7 +12,7 @@ class NonFiniteSentinel(Detector):
     gradient element is; stays silent afterwards (the first alarm is the one that counts).
     """
 
-    sealed = True
+    observation_only = True
 
     def setup(self, run: RunView) -> None:
         super().setup(run)

@@ -27,7 +27,6 @@ class OverfitProbe(Detector):
     model and loss as built; mistakes in the training loop or with a later onset are invisible.
     """
 
-    live_reason = "trains a copy of the model on one batch (an active probe)"
     def __init__(self, examples: int = 8, steps: int = 100, lr: float = 1e-2,
                  target: float = 0.25):
         self.examples, self.steps, self.lr, self.target = examples, steps, lr, target

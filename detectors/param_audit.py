@@ -17,7 +17,6 @@ class ParamAudit(Detector):
     not). Each kind alarms once.
     """
 
-    live_reason = "compares the model's parameters with the optimizer's groups"
     scope = "targeted"  # checks for one known mistake
 
     def __init__(self, frozen_share: float = 0.25):

@@ -22,7 +22,6 @@ class RankConsistency(Detector):
     collective needs all of them; it does nothing in a single-process run.
     """
 
-    live_reason = "takes part in collectives across the ranks of a distributed run"
     scope = "targeted"  # checks for one known mistake
 
     all_ranks = True

@@ -17,7 +17,6 @@ class StaleGrads(Detector):
     Category ``loop``.
     """
 
-    live_reason = "reads the gradients before each backward through hooks"
     scope = "targeted"  # checks for one known mistake
 
     def setup(self, run: RunView) -> None:

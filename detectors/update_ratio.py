@@ -26,7 +26,7 @@ class UpdateRatio(Detector):
     optimizer only while there is still most of it to learn. Category ``optim``.
     """
 
-    sealed = True
+    observation_only = True
 
     def __init__(self, low: float = 1e-4, high: float = 1e-1, window: int = 10,
                  lr_share: float = 0.2, unlearned: float = 0.5):

@@ -20,7 +20,6 @@ class Watchdog(Detector):
     on each other); timing-based, so it is only as reliable as the machine is quiet.
     """
 
-    live_reason = "keeps a heartbeat on the live process's wall clock"
     def __init__(self, factor: float = 50.0, min_gap_s: float = 5.0, timeout_s: float = 60.0,
                  poll_s: float = 1.0):
         self.factor, self.min_gap_s = factor, min_gap_s

@@ -177,20 +177,22 @@ def test_slow_detector_is_cut_off_and_run_survives():
 
 @pytest.mark.slow
 def test_exclusive_detector_gets_a_run_of_its_own(tmp_path):
-    # anomaly mode turns lr_too_high's NaN into a crash; sharing its run would blind nonfinite
+    # anomaly mode turns lr_too_high's NaN into a crash; sharing its run would blind nonfinite,
+    # which is scored sealed on the trace of the run no detector instruments
     out = tmp_path / "sweep"
     assert cli_main(["bench", "--scenarios", "mlp-lr_too_high", "--seeds", "0", "--workers", "1",
                      "--out", str(out), "--no-progress", "--no-overhead", "--detectors",
                      "nonfinite", "anomaly", "harness.steps=30", "harness.eval_interval=10"]) == 0
     shared, own = out / "mlp-lr_too_high" / "seed0", out / "mlp-lr_too_high" / "seed0.anomaly"
-    assert set(store.read_summary(shared)["detectors"]) == {"nonfinite"}
+    assert set(store.read_summary(shared)["detectors"]) == set()  # nonfinite is scored sealed
     assert set(store.read_summary(own)["detectors"]) == {"anomaly"}
     assert store.read_summary(shared)["outcome"] == "completed"
     assert store.read_summary(own)["outcome"] == "crashed"
     assert store.read_summary(out / "mlp-lr_too_high" / "seed0.anomaly.control")["role"] == \
         "control"  # the exclusive run has its own disarmed twin, as the shared run does
     table = outcomes(out)
-    table = table[table["run_role"] == "buggy"].set_index("detector")
+    table = table[(table["run_role"] == "buggy")
+                  & (table["scenario"] == "mlp-lr_too_high")].set_index("detector")
     assert table.loc["nonfinite", "outcome"] == "hit" and table.loc["anomaly", "outcome"] == "hit"
 
 
@@ -232,4 +234,5 @@ def test_a_stopped_bench_records_its_time_and_the_command_that_resumes_it_adds_i
     monkeypatch.undo()
     assert cli_main(argv) == 0
     rows = pd.read_csv(out / "sweep_time.csv")
-    assert rows["runs_made"].tolist() == [1, 1] and (rows["wall_s"] > 0).all()
+    # the second command makes the bug's twin and the decoy pair (a honeypot)
+    assert rows["runs_made"].tolist() == [1, 3] and (rows["wall_s"] > 0).all()

@@ -18,7 +18,7 @@ from conftest import quick_cfg
 from torch import nn
 
 from bugzoo.data import BatchLoader
-from bugzoo.detector_registry import load_detector
+from bugzoo.detector_registry import detector_class, load_detector, shipped_detectors
 from bugzoo.harness.record import trace_digest
 from bugzoo.harness.runner import execute
 from bugzoo.models.transformer import SelfAttention
@@ -390,11 +390,12 @@ def test_watchdog_sees_a_stalled_step(monkeypatch):
 def feed(name: str, losses, num_classes: int = 2, loss_floor: float = 0.0, **fields):
     """Alarms of a sealed detector fed one record per loss (other fields fixed), as a stored
     trace would feed it."""
+    from bugzoo.detector import is_sealed
     from bugzoo.telemetry import Observation
     from bugzoo.trace import RunFacts
 
     detector = load_detector(name)
-    assert detector.sealed
+    assert is_sealed(type(detector))
     detector.setup(RunFacts("mlp", "tabular", num_classes, len(losses), loss_floor, "cpu"))
     base = dict(lr=1e-3, grad_norm=1.0, param_norm=10.0, update_norm=1e-2, update_ratio=1e-3,
                 nonfinite_loss=False, nonfinite_grads=0, zero_grad_frac=0.0, step_s=0.01,
@@ -448,3 +449,11 @@ def test_small_updates_alarm_only_while_the_loss_is_still_high():
     stuck = [0.69] * 60
     assert [a.symptom for a in feed("update_ratio", stuck, update_ratio=1e-5)] == \
         ["update_ratio_low"]
+
+
+def test_every_shipped_detector_is_sealed_or_says_why_it_is_live():
+    from bugzoo.detector import is_sealed, live_reason
+
+    for name in shipped_detectors():
+        cls = detector_class(name)
+        assert is_sealed(cls) or live_reason(cls), name

@@ -78,14 +78,20 @@ def test_results_index_names_a_file_no_entry_covers(tmp_path):
     assert results_index.main(["--results", str(tmp_path)]) == 2
 
 
-def test_the_detector_guide_tables_every_observation_and_runview_field():
+def test_the_detector_guide_tables_every_trace_field_and_runview_field():
+    """The trace table is the schema's own, current; the schema names every Observation field;
+    the RunFacts and RunView tables name every field of theirs."""
     import dataclasses
     import re
 
     from bugzoo import Observation, RunView
+    from bugzoo.docblocks import block
+    from bugzoo.trace import GUIDE_BLOCK, RECORD_FIELDS, RunFacts, fields_table
 
     guide = (ROOT / "docs" / "pages" / "detectors.md").read_text()
-    for cls in (Observation, RunView):
+    assert block(guide, GUIDE_BLOCK) == fields_table(), "stale: run `python -m bugzoo.trace`"
+    assert list(RECORD_FIELDS) == [f.name for f in dataclasses.fields(Observation)]
+    for cls in (RunFacts, RunView):
         rows = re.findall(r"^\| `(\w+)` \|", guide.split(f"| `{cls.__name__}` field")[1]
                           .split("\n\n")[0], re.M)
         assert rows == [f.name for f in dataclasses.fields(cls)], cls.__name__

@@ -96,7 +96,9 @@ def test_list_run_bench_validate_and_curves_on_the_example(installed, tmp_path):
     assert board.loc["nonfinite", "pairs"] == 1  # the buggy run against its disarmed twin
     stored = {p.parent.relative_to(tmp_path / "bench").as_posix()
               for p in (tmp_path / "bench").glob("*/seed0*/summary.json")}
-    assert stored == {f"{SCENARIO}/seed0", f"{SCENARIO}/seed0.control"}  # run and its twin
+    # the run and its twin, and the decoy pair that impersonates the only bug of the sweep
+    assert stored == {f"{SCENARIO}/seed0{tag}" for tag in ("", ".control", ".honeypot",
+                                                            ".honeypot.control")}
 
     runs, seeds = str(tmp_path / "validity"), ("--seeds", "0,1")
     cli("validate", *include, "--scenarios", SCENARIO, *seeds, "--runs", runs, "--out",

@@ -31,6 +31,7 @@ from bugzoo.harness.processes import server_pids
 from bugzoo.harness.runner import execute
 from bugzoo.harness.sweep import is_done, plan_runs, resume_state, select_scenarios, sweep
 from bugzoo.judge.scoring import score_sweep
+from bugzoo.judge.sealed import score_sweep_sealed
 from bugzoo.scenarios import get_scenario
 from bugzoo.telemetry import TIMING_COLUMNS
 
@@ -166,9 +167,10 @@ def _board(out: Path) -> pd.DataFrame:
 def test_kill_9_at_random_points_then_resume_equals_uninterrupted(tmp_path):
     ref = tmp_path / "reference"  # uninterrupted, serial, in this process: the bench's plan
     plan = plan_runs(select_scenarios(CRASH_SCENARIOS, controls=False), [0, 1], list(SHORT),
-                     CRASH_DETECTORS, ref, 120, pairs=True)
+                     [], ref, 120, pairs=True, collect=True)  # the detectors are all sealed
     for task in plan:
         run_task(task)
+    score_sweep_sealed(ref, CRASH_DETECTORS, progress=False)
     score_sweep(ref)
     n = len(plan)
 

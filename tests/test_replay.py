@@ -15,6 +15,7 @@ from conftest import doc_examples, quick_cfg
 from filelock import FileLock
 
 from bugzoo.cli import main
+from bugzoo.detector import is_sealed
 from bugzoo.detector_registry import detector_class, load_detector, shipped_detectors
 from bugzoo.harness import store, traceset
 from bugzoo.harness.runner import execute_and_store
@@ -26,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # clean run with a loss scale
 RUNS = {"mlp-lr_too_high": 30, "lstm-lr_too_high": 30, "transformer-lr_too_high": 15,
         "resnet-lr_too_high": 12, "mlp-clean-fp16_scaler": 20}
-REPLAYABLE = [n for n in shipped_detectors() if detector_class(n).sealed]
+REPLAYABLE = [n for n in shipped_detectors() if is_sealed(detector_class(n))]
 
 
 @pytest.fixture(scope="session")

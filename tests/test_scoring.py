@@ -259,7 +259,7 @@ def test_score_cli_writes_tables_and_publishes(sweep, tmp_path, monkeypatch, cap
                 "overhead", "role", "scope", "source"} <= set(csv.columns)
         assert set(csv["detector"]) == {"a", "b", "suite: built-ins"}
         assert list(csv["score"]) == sorted(csv["score"], reverse=True)
-    assert "| a | heuristic | 0.75" in capsys.readouterr().out
+    assert "| a | heuristic | in-process (trusted) | 0.75" in capsys.readouterr().out
     assert main(["score", str(tmp_path / "nope")]) == 2
 
 

@@ -51,23 +51,40 @@ def board(tmp_path_factory) -> pd.DataFrame:
     return table
 
 
+def about_zero(row: pd.Series) -> bool:
+    return abs(row["score"]) <= 0.05 and row["score_lo"] <= 0 <= row["score_hi"]
+
+
 @needs_namespaces
 @pytest.mark.slow
 @pytest.mark.parametrize("cheat", faults.CHEATS)
-def test_a_cheat_scores_in_process_and_about_zero_sealed(board, cheat):
-    live, sealed = board.loc[f"{cheat}_live"], board.loc[cheat]
-    assert live["scored"] == "in-process (trusted)" and live["score"] >= 0.75, live["score"]
-    assert sealed["scored"] == "sealed (namespaces)"
-    assert abs(sealed["score"]) <= 0.05 and sealed["score_lo"] <= 0 <= sealed["score_hi"]
+def test_a_cheat_scores_about_zero_sealed(board, cheat):
+    sealed = board.loc[cheat]
+    assert sealed["scored"] == "sealed (namespaces)" and about_zero(sealed)
     assert sealed["honeypot_score"] == 0 and pd.isna(sealed["flag"])
 
 
-@needs_namespaces
 @pytest.mark.slow
-def test_the_honeypot_column_flags_the_live_cheats_that_read_the_role(board):
-    """Reading the armed flag or the dispatch order shows on the decoy pairs; the clean oracle,
-    which compares with a true clean run, does not (sealing is what stops it)."""
-    for cheat in ("frame_reader", "thread_reader", "order_reader"):
+@pytest.mark.parametrize("cheat", ["frame_reader", "thread_reader", "clean_oracle"])
+def test_in_the_training_process_a_cheat_still_scores(board, cheat):
+    """What the live board cannot close: code in the process finds the armed flag, or the
+    configuration and seed to train the clean run again. Its rows say they are trusted."""
+    live = board.loc[f"{cheat}_live"]
+    assert live["scored"] == "in-process (trusted)" and live["score"] >= 0.75, live["score"]
+
+
+@pytest.mark.slow
+def test_the_live_board_hides_the_dispatch_order(board):
+    """Runs of one cost start in an order drawn with secrets, each with a temporary folder of
+    its own: a shared file no longer tells which of a pair came first (1.00 before both)."""
+    assert about_zero(board.loc["order_reader_live"])
+
+
+@pytest.mark.slow
+def test_the_honeypot_column_flags_the_live_cheats_that_read_the_armed_flag(board):
+    """Reading the armed flag shows on the decoy pairs; the clean oracle, which compares with
+    a true clean run, does not (sealing is what stops it)."""
+    for cheat in ("frame_reader", "thread_reader"):
         assert board.loc[f"{cheat}_live", "honeypot_score"] == 1.0
         assert "scores on honeypots" in board.loc[f"{cheat}_live", "flag"]
     assert board.loc["clean_oracle_live", "honeypot_score"] == 0.0

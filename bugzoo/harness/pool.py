@@ -19,6 +19,9 @@ import logging
 import os
 import re
 import resource
+import secrets
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -111,6 +114,25 @@ def memory_limit(mb: int | None) -> Iterator[None]:
         resource.setrlimit(resource.RLIMIT_AS, previous)
 
 
+@contextmanager
+def private_tempdir() -> Iterator[None]:
+    """A temporary folder of the run's own for the block (``tempfile`` and ``TMPDIR``), removed
+    after it: two runs of a worker share no temporary file, so one cannot tell the other
+    which of a pair came first."""
+    folder = tempfile.mkdtemp(prefix="bugzoo-run-")
+    before, before_env = tempfile.tempdir, os.environ.get("TMPDIR")
+    tempfile.tempdir, os.environ["TMPDIR"] = folder, folder
+    try:
+        yield
+    finally:
+        tempfile.tempdir = before
+        if before_env is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = before_env
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def run_task(task: RunTask) -> dict:
     """Compose, run and store one task in this process; returns a small status record."""
     cfg = task.compose()
@@ -121,7 +143,7 @@ def run_task(task: RunTask) -> dict:
     watchdog.daemon = True
     watchdog.start()
     try:
-        with memory_limit(cfg.harness.get("memory_limit_mb")):
+        with memory_limit(cfg.harness.get("memory_limit_mb")), private_tempdir():
             result = execute(cfg, detectors, bug=decoy, partial=partial, armed=task.armed,
                              honeypot=task.honeypot)
     finally:
@@ -240,8 +262,11 @@ def run_tasks(tasks: list[RunTask], workers: int) -> Iterator[dict]:
     only that process is replaced.
     """
     ctx = worker_context()
-    # isolated (distributed, loud) runs first: they include the ones that sit out a timeout
-    waiting = sorted(tasks, key=lambda t: (t.isolate, t.expected_cost), reverse=True)
+    # isolated (distributed, loud) runs first: they include the ones that sit out a timeout;
+    # among runs of one cost, an order drawn with secrets (the two runs of a pair included)
+    waiting = list(tasks)
+    secrets.SystemRandom().shuffle(waiting)
+    waiting.sort(key=lambda t: (t.isolate, t.expected_cost), reverse=True)
     busy: list[Slot] = []
     idle: list[Slot] = _unpark()  # reusable workers between tasks, and between sweeps
     finished = False

@@ -9,7 +9,8 @@ catalogue's defaults would tell the two apart. The scoring takes such pairs off 
 (:mod:`bugzoo.judge.scoring`); the runner records this digest in every run's summary.
 
 The description covers what does not depend on the seeds: hyperparameters, types, the module
-tree, parameter shapes and flags, the loaders' settings and the splits' shapes. The numbers
+tree, parameter shapes and flags, each parameter's scale (its order of magnitude, which an
+initialisation bug changes), the loaders' settings and the splits' shapes. The numbers
 themselves (weights, data) are left out: they change with the seed, and the test split's
 seeds are unpublished, so memorising them wins nothing (``trace_memoriser`` scores 0).
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 from pathlib import Path
 from typing import Any
 
@@ -55,12 +57,22 @@ def _settings(obj: Any) -> dict:
             if not k.startswith("_") and isinstance(v, bool | int | float | str | tuple)}
 
 
+def scale(tensor: torch.Tensor) -> int | None:
+    """A tensor's order of magnitude: log2 of its root mean square, rounded (None for an
+    empty or all-zero tensor). The two runs of a pair share their seed, so their scales agree
+    unless the plant changed the weights: an initialisation ten times too small or too large
+    moves them by three or more. Across seeds a small tensor's scale may move by one."""
+    with torch.no_grad():
+        rms = float(tensor.detach().float().pow(2).mean().sqrt()) if tensor.numel() else 0.0
+    return round(math.log2(rms)) if rms > 0 and math.isfinite(rms) else None
+
+
 def describe_module(module: nn.Module) -> list:
     """Every submodule's name, type, settings and mode, then every parameter and buffer with
-    its shape, dtype and whether it trains."""
+    its shape, dtype, whether it trains and its scale."""
     modules = [[name, type(m).__name__, m.extra_repr(), _settings(m)]
                for name, m in module.named_modules()]
-    tensors = [[name, list(t.shape), str(t.dtype), t.requires_grad]
+    tensors = [[name, list(t.shape), str(t.dtype), t.requires_grad, scale(t)]
                for name, t in [*module.named_parameters(), *module.named_buffers()]]
     return [modules, tensors]
 

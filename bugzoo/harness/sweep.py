@@ -72,8 +72,8 @@ def parse_seeds(text: str) -> list[int]:
             f"--seeds takes a comma-separated list of integers, got {text!r}") from None
     if not seeds:
         raise UsageError("--seeds is empty")
-    if not 0 <= seeds[0] <= seeds[-1] < 2**63:
-        raise UsageError(f"--seeds must be integers in [0, 2**63), got {text!r}")
+    if not 0 <= seeds[0] <= seeds[-1] < 2**32:
+        raise UsageError(f"--seeds must be integers in [0, 2**32), got {text!r}")
     return seeds
 
 
@@ -112,8 +112,8 @@ def select_scenarios(patterns: list[str] | None, quick: bool = False, device: st
 class Split:
     """Which seeds a sweep trains: ``dev`` (the given seeds, each scenario's own data seed;
     published, replayable, fit to tune on) or ``test`` (training seeds and data-seed offsets
-    drawn from OS entropy when the sweep starts, 63-bit, recorded with its results and never
-    in a trace, so no detector can guess them).
+    drawn from OS entropy when the sweep starts, recorded with its results and never in a
+    trace).
     A scenario's data seed on the test split is its own plus the slot's offset, so scenarios
     that differ by their data seed stay different."""
 
@@ -129,7 +129,7 @@ class Split:
     @classmethod
     def test(cls, runs: int) -> Split:
         draw = secrets.SystemRandom()
-        return cls("test", tuple(draw.randrange(2**63) for _ in range(runs)),
+        return cls("test", tuple(draw.randrange(2**31) for _ in range(runs)),
                    tuple(draw.randrange(2**31) for _ in range(runs)),
                    datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
 
@@ -146,18 +146,20 @@ class Split:
 
 
 def plan_runs(scenarios: list[Scenario], seeds: list[int] | Split, overrides: list[str],
-              detectors: list[str], out: Path, timeout: float, pairs: bool = False
-              ) -> list[RunTask]:
+              detectors: list[str], out: Path, timeout: float, pairs: bool = False,
+              collect: bool = False) -> list[RunTask]:
     """One run per scenario and seed watched by every shared detector, plus one run of its own
     (tagged with its name) for each exclusive detector; with ``pairs``, each buggy run's
     disarmed twin beside it (tagged ``control``), its matched control, and per model one decoy
     pair that impersonates one of its buggy scenarios (tagged ``honeypot``,
-    :mod:`bugzoo.harness.honeypot`)."""
+    :mod:`bugzoo.harness.honeypot`). ``collect``: the untagged run is made even when every
+    detector has a run of its own, for the sealed detectors scored on its trace."""
     split = seeds if isinstance(seeds, Split) else Split.dev(seeds)
     exclusive = [d for d in detectors if is_exclusive(d)]
     shared = tuple(d for d in detectors if d not in exclusive)
     # the untagged run exists unless every detector has a run of its own
-    groups = ([("", shared)] if shared or not exclusive else []) + [(d, (d,)) for d in exclusive]
+    groups = ([("", shared)] if shared or collect or not exclusive else []) + [
+        (d, (d,)) for d in exclusive]
     tasks = []
     for s in scenarios:
         for slot, seed in enumerate(split.seeds):

@@ -213,7 +213,8 @@ def main(argv: list[str]) -> int:
     # only now, with every input valid, may the results folder be created
     out = store.ensure_writable(Path(args.out) if args.out else Path("results/runs") / name)
     split = the_split(out, args.split, options.seeds)
-    tasks = plan_runs(scenarios, split, overrides, live, out, timeout, pairs=True)
+    tasks = plan_runs(scenarios, split, overrides, live, out, timeout, pairs=True,
+                      collect=bool(sealed))
     remove_partial(out)
     store.write_sweep_command(out, command_line("bench", argv))
     log.info("sweep %s (%s split): %d scenarios x %d seeds, buggy runs paired with their "

@@ -383,7 +383,7 @@ def check_honeypots(make: Factory) -> None:
     """The detector alarms alike on both runs of a decoy pair.
 
     The pair impersonates a buggy scenario drawn at random (its id, card and settings; a
-    model, a length and a 63-bit seed drawn too, so the check cannot be recognised), with a
+    model, a length and a seed drawn too, so the check cannot be recognised), with a
     plant that changes nothing (:mod:`bugzoo.harness.honeypot`), once armed and once disarmed:
     the two runs are the same run, and a detector that alarms differently has read which is
     armed, or which bug is planted, instead of what the run does."""
@@ -393,7 +393,7 @@ def check_honeypots(make: Factory) -> None:
     scenario = draw.choice(sorted(candidates, key=lambda s: s.id))
     cfg = compose_run([f"scenario={scenario.id}", f"harness.steps={draw.randint(*HONEYPOT_STEPS)}",
                        "harness.eval_interval=10", "harness.device=cpu",
-                       f"seed={draw.randrange(2**63)}"])
+                       f"seed={draw.randrange(2**32)}"])
     decoy = honeypot.impersonating(get_bug(cfg.bug.id))
     runs = {armed: _alarms(_run_pair_side(cfg, make(), decoy, armed)) for armed in (True, False)}
     if runs[True] != runs[False]:

@@ -149,6 +149,36 @@ def outcomes(sweep_dir: Path) -> pd.DataFrame:
     return table
 
 
+SETUP_READER = "setup_reader"  # the visible board's floor row, derived from stored digests
+
+
+def setup_reader_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """Outcome rows of the strategy that detects nothing but reads the setup: an alarm at step
+    0 whenever a run's setup digest differs from its model's clean default's (the digest of
+    the sweep's ``<model>-clean`` runs). On a headline pair both runs look alike at setup, so
+    it scores 0 there by construction; on the bugs visible at setup it is that board's floor.
+    Empty when the sweep ran no model's clean default or recorded no digests."""
+    if "setup_digest" not in table or table.empty:
+        return table.iloc[:0]
+    runs = table.drop_duplicates(["scenario", "seed", "run_role"])
+    defaults = (runs[runs["scenario"] == runs["model"] + "-clean"]
+                .groupby("model")["setup_digest"].first())
+    runs = runs[runs["model"].isin(defaults.index) & runs["setup_digest"].notna()]
+    differs = runs["setup_digest"] != runs["model"].map(defaults)
+    steps = [0 if d else None for d in differs]
+    outcome = [outcome_of(role, step, int(onset or 0))
+               for role, step, onset in zip(runs["run_role"], steps, runs["onset"], strict=True)]
+    hit = [o == "hit" for o in outcome]
+    return runs.assign(
+        detector=SETUP_READER, role="baseline", scope="generic", distribution=OWN_DISTRIBUTION,
+        version="", outcome=outcome, alarm_step=steps,
+        alarm_category=["unknown" if d else None for d in differs],
+        delay_steps=[0 if h else None for h in hit],
+        delay_after_symptom_steps=None, delay_s=None,
+        diagnosed=[False if h else None for h in hit], detector_error=None,
+        scored="derived from stored setup digests")
+
+
 def visible_at_setup(table: pd.DataFrame) -> pd.Series:
     """Per row, whether it is a buggy run or control of a scenario whose bug shows at setup:
     in some seed, the buggy run's setup digest (:mod:`bugzoo.harness.setup_digest`) differs

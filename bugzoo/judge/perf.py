@@ -39,6 +39,7 @@ from bugzoo.harness.budget import budget_scope
 from bugzoo.harness.pool import stop_parked_workers
 from bugzoo.harness.processes import worker_context
 from bugzoo.harness.runner import execute
+from bugzoo.harness.sandbox import confinement
 from bugzoo.harness.sweep import (
     QUICK_OVERRIDES,
     plan_runs,
@@ -48,14 +49,17 @@ from bugzoo.harness.sweep import (
     sweep_options,
     sweep_parser,
 )
+from bugzoo.harness.traceset import stored_runs
 from bugzoo.harness.twin import twin_for
-from bugzoo.harness.watch import call_all, observer, run_view, watches_for
+from bugzoo.harness.watch import Watch, call_all, observer, run_view, watches_for
 from bugzoo.judge.outcomes import suite_members
 from bugzoo.judge.overfit import overfit_single_batch
+from bugzoo.judge.sealed import sealed_outcomes, sealed_selection
 from bugzoo.judge.sweep_profile import profile_sweep
 from bugzoo.judge.tables import markdown
 from bugzoo.models import BUILTIN, MODELS
 from bugzoo.paths import cache_folder
+from bugzoo.trace import RunFacts
 from bugzoo.train import Trainer
 
 log = logging.getLogger(__name__)
@@ -270,6 +274,38 @@ def sweep_efficiency(patterns: list[str] | None, quick: bool, seeds: list[int], 
     return pd.DataFrame(rows)
 
 
+RESCORE_NOTE = (
+    "The sealed built-ins (`Detector.sealed`, the `default` selection's) scored on every run of "
+    "a stored trace set, training nothing: `sealed` as `bugzoo score --detectors` and `bugzoo "
+    "replay` score them (one confined job per run, forked from zygotes started in new "
+    "namespaces, `workers` of them), `in_process` the same records shown to the same detectors "
+    "in this process, one run after another, with no confinement. `ratio` is sealed over "
+    "in-process, measured in one run of this command.")
+
+
+def rescore(source: Path, names: list[str], workers: int) -> pd.DataFrame:
+    """Seconds to score the sealed detectors ``names`` on every stored run of ``source``,
+    sealed and in this process."""
+    runs = list(stored_runs(source))
+    start = time.perf_counter()
+    sealed_outcomes(runs, names, [], workers=workers)
+    sealed_s = time.perf_counter() - start
+    start = time.perf_counter()
+    for run in runs:
+        watches = [Watch(load_detector(name), None) for name in names]
+        with budget_scope():
+            call_all(watches, "setup", RunFacts.of(run.summary))
+            for obs in run.observations():
+                call_all(watches, "observe", obs)
+            call_all(watches, "teardown")
+    in_process_s = time.perf_counter() - start
+    return pd.DataFrame([{"source": str(source), "runs": len(runs), "detectors": len(names),
+                          "workers": workers, "confinement": confinement(),
+                          "sealed_s": round(sealed_s, 1), "in_process_s": round(in_process_s, 1),
+                          "ratio": round(sealed_s / in_process_s, 2),
+                          "sealed_ms_per_run": round(1000 * sealed_s / len(runs), 1)}])
+
+
 def overhead_markdown(table: pd.DataFrame) -> str:
     """Variants down, models across: ``median_x / mean_x``, then bare step times and setup."""
     cells = table.assign(cell=table["median_x"].map("{:.2f}".format) + " / "
@@ -303,12 +339,14 @@ def write(table: pd.DataFrame, out: Path, name: str, title: str, command: str, n
 def main(argv: list[str]) -> int:
     p = ArgumentParser(prog="bugzoo perf", description=__doc__.splitlines()[0],
                        parents=[sweep_parser()])
-    p.add_argument("what", choices=["baselines", "overhead", "sweep", "profile"])
+    p.add_argument("what", choices=["baselines", "overhead", "sweep", "profile", "rescore"])
     p.add_argument("--models", nargs="+", default=list(BUILTIN), metavar="MODEL",
                    help=f"default: all ({', '.join(BUILTIN)})")
     p.add_argument("--detectors", nargs="+", metavar="NAME",
                    help="names or selectors, as bench takes them (default: 'default tools')")
     p.add_argument("--quick", action="store_true", help="sweep: the --quick sweep's scenarios")
+    p.add_argument("--source", default="results/traces", help="rescore: the stored runs "
+                   "(a trace set or a sweep folder; default: results/traces)")
     p.add_argument("--out", default="results/perf", help="where the tables go "
                    "(default: results/perf)")
     args = p.parse_args(argv)
@@ -325,6 +363,11 @@ def main(argv: list[str]) -> int:
                                  options.progress)
         name = "sweep_quick" if args.quick else "sweep"
         path = write(table, out, name, "Sweep efficiency", command, SWEEP_NOTE)
+    elif args.what == "rescore":
+        names = sealed_selection(args.detectors or ["default"])
+        path = write(rescore(Path(args.source), names, options.workers), out, "rescore",
+                     "Rescoring without training", command,
+                     RESCORE_NOTE + " Detectors: " + ", ".join(names) + ".")
     elif args.what == "profile":
         path = write_profile(options.patterns, options.seeds[0], options.workers, args.models,
                              out, command)

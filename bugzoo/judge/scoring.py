@@ -45,7 +45,14 @@ from bugzoo.commands import command_line
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
 from bugzoo.judge.figures import category_figure, leaderboard_figure
-from bugzoo.judge.outcomes import one_release, outcomes, visible_at_setup, with_suites
+from bugzoo.judge.outcomes import (
+    SETUP_READER,
+    one_release,
+    outcomes,
+    setup_reader_rows,
+    visible_at_setup,
+    with_suites,
+)
 from bugzoo.judge.sealed import score_sweep_sealed, sealed_selection
 from bugzoo.judge.stats import BOOTSTRAP, clopper_pearson
 from bugzoo.registry import OWN_DISTRIBUTION
@@ -549,6 +556,8 @@ def write_boards(table: pd.DataFrame, overhead: pd.DataFrame | None, made_in: Pa
     ``suite_label`` names suites that are not whole (a replay's). ``compare``: add each
     detector's line beside the published board (off when this board is the published one)."""
     table, decoys = without_honeypots(table)
+    if SETUP_READER not in set(table["detector"]):
+        table = pd.concat([table, setup_reader_rows(table)], ignore_index=True)
     runs = with_suites(table, suite_label)  # once: each board below reads the suites' rows
     board = leaderboard(runs, overhead, suite_label, decoys)
     loud, unproven, visible = (apart_board(runs, kind, suite_label) for kind in APART_KINDS)

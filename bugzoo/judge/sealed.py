@@ -27,7 +27,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from bugzoo.bugs.base import CATEGORIES
-from bugzoo.detector import is_sealed
+from bugzoo.detector import is_sealed, live_reason
 from bugzoo.detector_registry import DETECTORS, SELECTORS, detector_class, select_detectors
 from bugzoo.errors import UsageError
 from bugzoo.harness import sandbox, store
@@ -54,7 +54,7 @@ def sealed_selection(words: list[str] | None) -> list[str]:
         if is_sealed(detector_class(name)):
             chosen.append(name)
         elif name in named:
-            reason = detector_class(name).live_reason or "it may read the live run"
+            reason = live_reason(detector_class(name)) or "it may read the live run"
             raise UsageError(
                 f"detector {name} cannot be replayed: it is not sealed ({reason}), and a "
                 f"stored run holds only its trace; score it with a live `bugzoo bench "

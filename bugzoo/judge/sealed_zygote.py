@@ -1,8 +1,8 @@
 """The confined side of sealed scoring: ``python -m bugzoo.judge.sealed_zygote``.
 
 Started by :mod:`bugzoo.judge.sealed` inside new namespaces (:mod:`bugzoo.harness.sandbox`),
-as the first process of its PID namespace. It seals the filesystem (read-only, the scored
-folders covered), loads the library but no detector plug-in, then serves one job at a time
+as the first process of its PID namespace. It loads the library but no detector plug-in, seals
+the filesystem (read-only, the scored folders covered), then serves one job at a time
 from its standard input: a run's facts, its trace records and the detectors to show them to.
 For each job it forks a child that enters a private job (namespaces, temporary folder and
 ``/dev/shm`` of its own, no capabilities, limits), imports the detectors, streams the records
@@ -20,12 +20,18 @@ import json
 import os
 import pickle
 import select
+import statistics  # noqa: F401 - loaded once here for every child: most detectors read it
 import struct
 import sys
 import time
 from pathlib import Path
 
+from bugzoo.detector_registry import DETECTORS, load_detector
 from bugzoo.harness import sandbox
+from bugzoo.harness.budget import budget_scope
+from bugzoo.harness.watch import Watch, call_all
+from bugzoo.telemetry import Observation
+from bugzoo.trace import RunFacts
 
 MAX_REPLY = 64 << 20  # bytes of JSON a job may send back
 
@@ -45,12 +51,6 @@ def write_message(stream, body: bytes) -> None:
 
 def score_job(job: dict) -> dict:
     """In the job's child: the detectors of ``job`` shown its records, as in a live run."""
-    from bugzoo.detector_registry import load_detector
-    from bugzoo.harness.budget import budget_scope
-    from bugzoo.harness.watch import Watch, call_all
-    from bugzoo.telemetry import Observation
-    from bugzoo.trace import RunFacts
-
     facts = RunFacts(**job["facts"])
     watches, failed = [], {}
     for name in job["detectors"]:
@@ -126,12 +126,7 @@ def main() -> int:
     if confined:
         sandbox.seal_filesystem([Path(p) for p in header["hidden"]])
     # the library loaded once, before any job: each child starts with it, and with no plug-in
-    import statistics  # noqa: F401 - of the standard library, read by most detectors
-
-    import bugzoo.harness.watch  # noqa: F401
-    from bugzoo.detector_registry import DETECTORS
-
-    DETECTORS.entry_points()
+    DETECTORS.entry_points()  # the plug-ins' names, not their code
     gc.freeze()  # a child's collections then leave the zygote's pages shared (a fork is cheap)
     write_message(stdout, json.dumps({"ready": header["confinement"]}).encode())
     while (message := read_message(stdin)) is not None:
