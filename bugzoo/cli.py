@@ -26,8 +26,10 @@ VERBS: dict[str, tuple[str, str]] = {
     "show": ("bugzoo.teach.catalogue:show_main", "show one bug: metadata, BUGGY and FIXED code"),
     "bench": ("bugzoo.judge.bench:main", "sweep scenarios x seeds with detectors, then score"),
     "score": ("bugzoo.judge.scoring:main", "recompute the leaderboard of a stored sweep"),
-    "replay": ("bugzoo.judge.replay:main", "score observation-only detectors on stored runs or "
-               "a trace set, without training"),
+    "replay": ("bugzoo.judge.replay:main", "score sealed detectors on stored runs or a trace "
+               "set, without training"),
+    "lite": ("bugzoo.judge.lite:main", "bugzoo-bench Lite: its frozen scenarios, its rule; "
+             "--agreement with the full board"),
     "traces": ("bugzoo.harness.traceset:main",
                "export a sweep's observations as a compact trace set (for bugzoo replay)"),
     "tensorboard": ("bugzoo.integrations.tensorboard:main",

@@ -75,16 +75,20 @@ def sweep_time() -> tuple[float, int, int]:
     return sweep["wall_s"].sum() / 60, int(sweep["cpus"].iloc[0]), runs
 
 
-def planned_bench_runs() -> int:
-    """How many runs a plain ``bugzoo bench`` plans on this CPU-only checkout: every scenario
-    it sweeps, on the dev seeds, each buggy run beside its twin, with the default detectors."""
+def planned_bench_runs(lite: bool = False) -> int:
+    """How many runs ``bugzoo bench --full`` (or, with ``lite``, a plain ``bugzoo bench``)
+    plans on this CPU-only checkout: every scenario it sweeps (Lite's frozen ones), on as many
+    seeds, each buggy run beside its twin, the decoy pairs, with the default detectors."""
     from bugzoo.detector_registry import select_detectors
     from bugzoo.harness.sweep import parse_seeds, plan_runs, select_scenarios
     from bugzoo.judge.bench import BENCH_SEEDS
+    from bugzoo.judge.lite import frozen_scenarios
 
-    scenarios = select_scenarios(None, device="cpu", controls=False)
-    return len(plan_runs(scenarios, parse_seeds(BENCH_SEEDS), [], select_detectors(["default"]),
-                         Path("unused"), 1.0, pairs=True))
+    scenarios = frozen_scenarios() if lite else select_scenarios(None, device="cpu",
+                                                                   controls=False)
+    seeds = [0] if lite else parse_seeds(BENCH_SEEDS)
+    return len(plan_runs(scenarios, seeds, [], select_detectors(["default"]), Path("unused"),
+                         1.0, pairs=True, collect=True))
 
 
 def suite_rows(b: pd.DataFrame) -> str:
@@ -153,8 +157,26 @@ def test_readme_headline_figures_match_committed_results():
     assert f"The 0.1 board's {interval(old.loc['suite: built-ins'], 'score')}" in text
     minutes, cores, made = sweep_time()
     assert f"The sweep took {minutes:.0f} min on {cores} cores." in text
-    # the main command's plan, counted as bench plans it (a release that adds scenarios grows it
-    # before its board is swept again), and what the published board's plan took
+    # the main command's plan (Lite) and the full board's, counted as bench plans them (a
+    # release that adds scenarios grows the full plan before its board is swept again), what
+    # the Lite sweep took, how Lite agrees with the full board, and what the published full
+    # board's plan took
+    lite_time = pd.read_csv(RESULTS / "lite" / "sweep_time.csv")
+    assert lite_time["runs_made"].sum() == planned_bench_runs(lite=True)
+    assert (f"({planned_bench_runs(lite=True):,} runs and the overhead pairs, "
+            f"{lite_time['wall_s'].sum() / 60:.0f} minutes on "
+            f"{int(lite_time['cpus'].iloc[0])} cores)") in text
+    visible = pd.read_csv(RESULTS / "lite" / "leaderboard_visible.csv").set_index("detector")
+    floor, suite = visible.loc["setup_reader"], visible.loc["suite: built-ins"]
+    assert (f"on the Lite board's {int(floor['bugs'])} bugs visible at setup it scores "
+            f"{interval(floor, 'score')}, as much as the suite's {interval(suite, 'score')}"
+            ) in text
+    agreement = pd.read_csv(RESULTS / "lite_agreement.csv")
+    ranked = agreement[agreement["full_score"] > 0.05]
+    from scipy.stats import kendalltau
+    tau = kendalltau(ranked["full_score"], ranked["lite_score"]).statistic
+    assert (f"Kendall's tau {tau:.3f} over the {len(ranked)} that score above 0.05, and "
+            f"{int(ranked['inside'].sum())} of {len(ranked)} inside") in text
     assert (f"({planned_bench_runs():,} runs and the overhead pairs; the published board's "
             f"{made:,} runs and the overhead pairs took about {minutes:.0f} minutes on {cores} "
             "cores") in text

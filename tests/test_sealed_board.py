@@ -140,3 +140,22 @@ def test_a_sealed_job_cannot_write_read_hidden_files_or_reach_the_network(tmp_pa
     """, secret, private)
     assert result.stdout.strip() == "sealed", result.stderr
     assert not outside.exists() and not os.listdir(private)  # its private folder went with it
+
+
+@needs_namespaces
+def test_folders_hidden_inside_hidden_folders_are_sealed_too(tmp_path):
+    """The scored sweep usually lies inside results/runs, which is hidden as well."""
+    runs, private = tmp_path / "runs", tmp_path / "tmp"
+    (runs / "lite").mkdir(parents=True)
+    private.mkdir()
+    (runs / "lite" / "split.json").write_text("{}")
+    prelude = textwrap.dedent(f"""
+        import os
+        from pathlib import Path
+        from bugzoo.harness import sandbox
+        sandbox.seal_filesystem([Path({str(runs / 'lite')!r}), Path({str(runs)!r})])
+        print(os.listdir({str(runs)!r}))
+    """)
+    result = subprocess.run(sandbox.confined_command([sys.executable, "-c", prelude]),
+                            capture_output=True, text=True, timeout=120)
+    assert result.stdout.strip() == "[]", result.stderr

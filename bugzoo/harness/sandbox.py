@@ -98,9 +98,8 @@ def seal_filesystem(hidden: list[Path]) -> None:
     """Cover each of ``hidden`` with an empty read-only folder, then make every mount read-only.
     Call once, as the confined tree's first process, before any untrusted code loads."""
     _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
-    for path in hidden:
-        if Path(path).exists():
-            _mount("tmpfs", str(path), "tmpfs", _MS_NOSUID | _MS_NODEV, "size=4k,mode=555")
+    for path in outermost([Path(p).resolve() for p in hidden if Path(p).exists()]):
+        _mount("tmpfs", str(path), "tmpfs", _MS_NOSUID | _MS_NODEV, "size=4k,mode=555")
     for point, options in mounts():
         flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY
         flags |= sum(f for name, f in _LOCKED_FLAGS.items() if name in options)
@@ -109,10 +108,15 @@ def seal_filesystem(hidden: list[Path]) -> None:
         except SandboxError:
             if os.path.exists(point):  # a mount over a path that is gone cannot be written
                 raise
-    writable = [p for p, options in mounts() if "ro" not in options]
+    writable = [p for p, options in mounts() if "ro" not in options and os.path.exists(p)]
     if writable:
         raise SandboxError(f"still writable after sealing: {', '.join(writable)}")
     _check(_libc().prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")
+
+
+def outermost(paths: list[Path]) -> list[Path]:
+    """``paths`` without those inside another of them (covering the outer one hides both)."""
+    return sorted({p for p in paths if not any(p != q and p.is_relative_to(q) for q in paths)})
 
 
 class _CapHeader(ctypes.Structure):

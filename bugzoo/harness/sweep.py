@@ -222,7 +222,11 @@ def remove_partial(out: Path) -> None:
 
 
 def sweep(tasks: list[RunTask], workers: int, progress: bool = True) -> Counter:
-    """Run the tasks not done yet; returns a count of outcomes of the runs made now."""
+    """Run the tasks not done yet; returns a count of outcomes of the runs made now.
+
+    The progress bar counts the runs' expected cost (:attr:`RunTask.expected_cost`, from the
+    model), not their number, so its rate and time left hold while cheap and costly runs
+    alternate; a resumed sweep's bar starts at what is done."""
     states = [resume_state(t) for t in tasks]
     todo = [t for t, state in zip(tasks, states, strict=True) if state != "done"]
     found = Counter(states)
@@ -231,10 +235,17 @@ def sweep(tasks: list[RunTask], workers: int, progress: bool = True) -> Counter:
     if found["other code"]:
         log.info("making again: %d stored runs that other code made", found["other code"])
     outcomes: Counter = Counter()
-    with tqdm(total=len(todo), unit="run", disable=not progress, dynamic_ncols=True) as bar:
+    cost = {str(t.path): t.expected_cost for t in tasks}
+    done_cost = sum(t.expected_cost for t in tasks) - sum(t.expected_cost for t in todo)
+    made = len(tasks) - len(todo)
+    with tqdm(total=round(sum(t.expected_cost for t in tasks), 1), initial=round(done_cost, 1),
+              disable=not progress, dynamic_ncols=True,
+              bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} s of expected run time{postfix} "
+                         "[{elapsed}<{remaining}]") as bar:
         for record in run_tasks(todo, workers):
             outcomes[record["outcome"]] += 1
-            bar.set_postfix_str(f"{record['scenario']} seed{record['seed']}: "
-                                f"{record['outcome']}", refresh=False)
-            bar.update()
+            made += 1
+            bar.set_postfix_str(f"{made}/{len(tasks)} runs, {record['scenario']} "
+                                f"seed{record['seed']}: {record['outcome']}", refresh=False)
+            bar.update(round(cost.get(record["path"], 0.0), 1))
     return outcomes

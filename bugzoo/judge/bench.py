@@ -47,6 +47,7 @@ from bugzoo.harness.sweep import (
     sweep_options,
     sweep_parser,
 )
+from bugzoo.judge.lite import frozen_scenarios
 from bugzoo.judge.outcomes import suite_members
 from bugzoo.judge.perf import time_pairs
 from bugzoo.judge.replay import replay_bench
@@ -59,9 +60,11 @@ BENCH_SEEDS = "0,1,2"
 OVERHEAD_BLOCKS, QUICK_OVERHEAD_BLOCKS = 15, 6  # blocks of 4 steps timed against the bare loop
 
 
-def the_split(out: Path, name: str, seeds: list[int]) -> Split:
+def the_split(out: Path, name: str, seeds: list[int], runs: int = len(BENCH_SEEDS.split(",")),
+              board: str | None = None) -> Split:
     """The sweep's split: the one its folder records (a resumed sweep keeps the seeds it drew),
-    else a new one, recorded. Refuses to mix splits in one folder."""
+    else a new one, recorded (a test split of ``runs`` fresh seeds; ``board`` names a board
+    such as Lite, for its title). Refuses to mix splits in one folder."""
     if known := store.read_split(out):
         if known["name"] != name:
             raise UsageError(f"{out} holds a {known['name']} split; a {name} split needs a "
@@ -69,8 +72,8 @@ def the_split(out: Path, name: str, seeds: list[int]) -> Split:
         if name == "test":
             return Split("test", tuple(known["seeds"]), tuple(known["data_offsets"]),
                          known.get("drawn"))
-    split = Split.test(len(BENCH_SEEDS.split(","))) if name == "test" else Split.dev(seeds)
-    store.write_split(out, split.as_dict())
+    split = Split.test(runs) if name == "test" else Split.dev(seeds)
+    store.write_split(out, {**split.as_dict(), **({"board": board} if board else {})})
     return split
 
 
@@ -146,13 +149,18 @@ def _parser() -> ArgumentParser:
     p.add_argument("--quick", action="store_true",
                    help="smoke sweep: mlp clean + a few mlp bugs of distinct categories, "
                    "1 seed, 60 steps")
+    p.add_argument("--full", action="store_true",
+                   help="the full test-split board: every scenario at 3 fresh seeds (default, "
+                   "with no scenario, seed or split chosen: bugzoo-bench Lite, the frozen "
+                   "subset of `bugzoo lite`, at 1 fresh seed)")
     p.add_argument("--detectors", nargs="+", metavar="NAME",
                    help="detector names and selectors, e.g. 'default plugins' or "
                    "'builtins,my_detector' (default: default). Selectors: "
                    + "; ".join(f"{k}: {text}" for k, (text, _) in SELECTORS.items()))
-    p.add_argument("--split", choices=["dev", "test"], default="dev",
+    p.add_argument("--split", choices=["dev", "test"],
                    help="dev: seeds 0,1,2 or --seeds (published, tunable); test: fresh seeds "
-                   "drawn from OS entropy, recorded in the sweep folder (default: dev)")
+                   "drawn from OS entropy, recorded in the sweep folder (default: test for "
+                   "Lite and --full, dev when scenarios, seeds or --quick are chosen)")
     p.add_argument("--no-overhead", action="store_true",
                    help="skip timing each detector against the bare loop (the leaderboard's "
                    "overhead column stays empty)")
@@ -193,18 +201,26 @@ def main(argv: list[str]) -> int:
         print(replay_bench(Path(args.replay), args.detectors,
                            Path(args.out) if args.out else None))
         return 0
-    if args.split == "test" and (args.seeds or args.quick):
+    if args.full and (given := [o for o, v in (("--scenarios", args.scenarios), ("--seeds",
+                                                args.seeds), ("--quick", args.quick),
+                                                ("--split dev", args.split == "dev")) if v]):
+        raise UsageError(f"--full is the whole test-split board: it takes no {', '.join(given)}")
+    lite = not (args.full or args.scenarios or args.seeds or args.quick or args.split)
+    split_name = args.split or ("test" if lite or args.full else "dev")
+    if split_name == "test" and (args.seeds or args.quick):
         raise UsageError("--split test draws its own seeds: it takes neither --seeds nor "
                          "--quick")
     check_launcher_options(args, launcher_overrides)
     options = sweep_options(args, "0" if args.quick else BENCH_SEEDS)
-    name = args.sweep or ("quick" if args.quick else "bench")
+    name = args.sweep or ("quick" if args.quick else "lite" if lite else "full" if args.full
+                          else "bench")
     chosen = select_detectors(args.detectors)
     # collect once, check sealed: training processes load only the live detectors
     sealed = [n for n in chosen if is_sealed(detector_class(n))]
     live = [n for n in chosen if n not in sealed]
     overrides = [*(QUICK_OVERRIDES if args.quick else ()), *overrides]
-    scenarios = select_scenarios(options.patterns, quick=args.quick, controls=False)
+    scenarios = (frozen_scenarios() if lite
+                 else select_scenarios(options.patterns, quick=args.quick, controls=False))
     if not scenarios:
         raise UsageError("no scenario left to run: those chosen are excluded, need CUDA, or are "
                          "controls, which a bench runs only beside the buggy scenarios they "
@@ -212,7 +228,8 @@ def main(argv: list[str]) -> int:
     timeout = run_timeout(scenarios, overrides)
     # only now, with every input valid, may the results folder be created
     out = store.ensure_writable(Path(args.out) if args.out else Path("results/runs") / name)
-    split = the_split(out, args.split, options.seeds)
+    split = (the_split(out, "test", options.seeds, runs=1, board="Lite") if lite
+             else the_split(out, split_name, options.seeds))
     tasks = plan_runs(scenarios, split, overrides, live, out, timeout, pairs=True,
                       collect=bool(sealed))
     remove_partial(out)
@@ -246,9 +263,36 @@ def main(argv: list[str]) -> int:
     if sealed:
         score_sweep_sealed(out, sealed, progress=options.progress)
     store.add_sweep_time(out, time.perf_counter() - start, sum(outcomes.values()), workers)
-    print(score_sweep(out, command=f"bugzoo score {out}"))
-    if args.quick:
-        print("`bugzoo bench --quick` is a smoke test: it checks that benching works, on a "
-              "handful of runs whose intervals span most of [-1, 1], and it cannot rank "
-              "detectors. For a board to cite, run `bugzoo bench --split test`.")
+    board = score_sweep(out, command=f"bugzoo score {out}")
+    print(smoke_summary(out) if args.quick else board)
     return 0
+
+
+QUICK_LINES = 40  # what --quick prints at most
+
+
+def smoke_summary(out: Path) -> str:
+    """What ``--quick`` prints: that it cannot rank, then per detector that alarmed its counts
+    (hits on buggy runs, alarms on their twins and on healthy runs), no scores, no ranks."""
+    table = pd.read_csv(out / "outcomes.csv")
+    table = table[~table["honeypot"].fillna(False).astype(bool)] if "honeypot" in table else table
+    counts = table.assign(hit=table["outcome"] == "hit",
+                          twin=(table["run_role"] == "control") & (table["outcome"] != "quiet"),
+                          healthy=(table["run_role"] == "clean") & (table["outcome"] != "quiet"))
+    per = counts.groupby("detector")[["hit", "twin", "healthy"]].sum()
+    per = per[per.sum(axis=1) > 0]
+    roles = table.drop_duplicates(["scenario", "seed", "run_role"])["run_role"]
+    lines = [f"`bugzoo bench --quick` is a smoke test: it cannot rank detectors. It checked that "
+             f"benching works on {int((roles == 'buggy').sum())} buggy runs beside their twins "
+             f"and {int((roles == 'clean').sum())} healthy runs; for a board to cite, run "
+             "`bugzoo bench` (Lite) or `bugzoo bench --full`.", "",
+             "| detector | buggy runs alarmed | twins alarmed | healthy runs alarmed |",
+             "|---|---|---|---|"]
+    room = QUICK_LINES - len(lines) - 2
+    shown = per.head(room)
+    lines += [f"| {name} | {int(r.hit)} | {int(r.twin)} | {int(r.healthy)} |"
+              for name, r in shown.iterrows()]
+    left = len(per) - len(shown)
+    lines += ["", (f"{left} more detectors alarmed; " if left else "")
+              + f"every table is in {out / 'leaderboard.md'}."]
+    return "\n".join(lines)

@@ -154,17 +154,23 @@ SETUP_READER = "setup_reader"  # the visible board's floor row, derived from sto
 
 def setup_reader_rows(table: pd.DataFrame) -> pd.DataFrame:
     """Outcome rows of the strategy that detects nothing but reads the setup: an alarm at step
-    0 whenever a run's setup digest differs from its model's clean default's (the digest of
-    the sweep's ``<model>-clean`` runs). On a headline pair both runs look alike at setup, so
-    it scores 0 there by construction; on the bugs visible at setup it is that board's floor.
-    Empty when the sweep ran no model's clean default or recorded no digests."""
+    0 whenever a run's setup digest differs from its model's default setup, which it takes to
+    be the commonest digest of the model's disarmed twins at that seed (most buggy scenarios
+    train on their model's defaults, and a twin is set up as its clean control). On a headline
+    pair both runs look alike at setup, so it scores 0 there by construction; on the bugs
+    visible at setup it is that board's floor. Empty when no digests were recorded."""
     if "setup_digest" not in table or table.empty:
         return table.iloc[:0]
     runs = table.drop_duplicates(["scenario", "seed", "run_role"])
-    defaults = (runs[runs["scenario"] == runs["model"] + "-clean"]
-                .groupby("model")["setup_digest"].first())
-    runs = runs[runs["model"].isin(defaults.index) & runs["setup_digest"].notna()]
-    differs = runs["setup_digest"] != runs["model"].map(defaults)
+    runs = runs[runs["setup_digest"].notna()]
+    twins = runs[runs["run_role"] == "control"]
+    # the commonest digest, the first in order among equally common ones
+    defaults = (twins.groupby(["model", "seed"])["setup_digest"]
+                .agg(lambda d: d.value_counts().sort_index().idxmax()))
+    keys = list(zip(runs["model"], runs["seed"], strict=True))
+    runs = runs[[key in defaults.index for key in keys]]
+    default = [defaults[key] for key in zip(runs["model"], runs["seed"], strict=True)]
+    differs = runs["setup_digest"] != pd.Series(default, index=runs.index)
     steps = [0 if d else None for d in differs]
     outcome = [outcome_of(role, step, int(onset or 0))
                for role, step, onset in zip(runs["run_role"], steps, runs["onset"], strict=True)]
@@ -231,6 +237,9 @@ def suite_outcomes(table: pd.DataFrame, name: str, members: set[str]) -> pd.Data
     suite["detector_error"] = np.where(errors.reindex(suite.index), "member error", None)
     suite = suite.assign(detector=name, role="suite", scope="suite",
                          distribution=OWN_DISTRIBUTION)
+    if "scored" in rows:  # members scored both ways make a suite of both
+        ways = sorted(rows["scored"].dropna().unique())
+        suite["scored"] = ways[0] if len(ways) == 1 else " + ".join(ways)
     return suite.reset_index().drop(columns=["_quiet", "_order"])[list(table.columns)]
 
 

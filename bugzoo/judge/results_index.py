@@ -94,6 +94,16 @@ FIXED = [
           "`bugzoo bench --scenarios 'mlp-*' --detectors cockpit --out results/runs/tools-cockpit`"
           ", then `bugzoo score results/runs/tools-<name> --beside results/runs/bench`; "
           "`python -m bugzoo.tools.traincheck --out results/runs/tools-traincheck`"),
+    Entry(("lite/*",), "The bugzoo-bench Lite board, sealed: its leaderboard and tables as "
+          "`results/` holds the full board's, its outcomes, split, sweep time and overhead",
+          "`bugzoo bench` then `bugzoo score results/runs/lite --publish`", linked=False),
+    Entry(("lite.json",), "bugzoo-bench Lite's frozen scenarios and the rule that chose them, "
+          "which reads no run: what a plain `bugzoo bench` sweeps", "`bugzoo lite --freeze`",
+          linked=False),
+    Entry(("lite_agreement.md", "lite_agreement.csv"), "Lite against the full board on the "
+          "published test split's own runs: Kendall's tau over the detectors, and whether "
+          "each one's Lite score falls inside its full-board interval",
+          "`bugzoo lite --agreement`"),
     Entry(("validity_exported.md", "validity_exported.csv"), "Exported pairs: each exportable "
           "scenario's buggy script against its fixed twin over 5 seeds, with the catalogue's "
           "test (and its retest over 10 seeds)", "`bugzoo task validate`"),

@@ -435,7 +435,7 @@ VISIBLE_NOTE = (
 
 def render(board: pd.DataFrame, loud: pd.DataFrame, unproven: pd.DataFrame,
            visible: pd.DataFrame, effects: pd.DataFrame, categories: pd.DataFrame,
-           command: str, stamp: str) -> str:
+           command: str, stamp: str, title: str = "Detector leaderboard") -> str:
     mix = (f"{int(board['bugs'].max())} silent bugs in {int(board['pairs'].max())} pairs of "
            f"buggy and control runs, and {int(board['clean_runs'].max())} runs of healthy "
            "variants" if len(board) else "no runs")
@@ -443,7 +443,7 @@ def render(board: pd.DataFrame, loud: pd.DataFrame, unproven: pd.DataFrame,
                               .sort_values("detector"), ["detector", "role", "scope", "source"])
                if len(board) else "")
     parts = [
-        "# Detector leaderboard", "",
+        f"# {title}", "",
         f"Regenerate with `{command}`. {stamp}. Silent bugs and healthy variants ({mix}); "
         "loud, unproven and setup-visible bugs apart.", "", EXPLANATION, "",
         markdown_table(board, main_keys(board)) if len(board) else "_no silent-bug runs_", "",
@@ -566,8 +566,13 @@ def write_boards(table: pd.DataFrame, overhead: pd.DataFrame | None, made_in: Pa
     if made_by := store.read_sweep_command(made_in):
         command = f"{made_by}` then `{command}"
     stamp = store.sweep_stamp(made_in) or "Runs made with unrecorded versions"
+    named = (store.read_split(made_in) or {}).get("board")  # e.g. Lite
+    if named:
+        stamp = f"bugzoo-bench {named}: {stamp}"
     text = render(board, loud, unproven, visible, effects, categories, command,
-                  f"{stamp} (scored with {versions()})")
+                  f"{stamp} (scored with {versions()})",
+                  f"Detector leaderboard: bugzoo-bench {named}" if named else
+                  "Detector leaderboard")
     if compare and (lines := beside_published(board)):
         text += "\n".join(["## Beside the published reference", "",
                            f"The published board is `{PUBLISHED}`, a test-split sweep; a board "
@@ -598,7 +603,7 @@ def main(argv: list[str]) -> int:
                        description="Recompute the leaderboard of a stored sweep.")
     p.add_argument("sweep_dir", help="a sweep folder, e.g. results/runs/bench")
     p.add_argument("--publish", action="store_true",
-                   help="also write the tables into results/")
+                   help="also write the tables into results/ (a Lite sweep's into results/lite/)")
     p.add_argument("--detectors", nargs="+", metavar="NAME",
                    help="sealed detectors (names or selectors) to score again on the sweep's "
                    "stored traces before the board is made; trains nothing")
@@ -613,6 +618,10 @@ def main(argv: list[str]) -> int:
         score_sweep_sealed(Path(args.sweep_dir), sealed_selection(args.detectors))
     command = command_line("score", [args.sweep_dir, *(["--publish"] if args.publish else []),
                                      *(["--beside", args.beside] if args.beside else [])])
-    print(score_sweep(Path(args.sweep_dir), Path("results") if args.publish else None, command,
+    lite = (store.read_split(Path(args.sweep_dir)) or {}).get("board") == "Lite"
+    publish = Path("results") / ("lite" if lite else "") if args.publish else None
+    if publish is not None:
+        publish.mkdir(parents=True, exist_ok=True)
+    print(score_sweep(Path(args.sweep_dir), publish, command,
                       Path(args.beside) if args.beside else None))
     return 0
