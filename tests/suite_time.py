@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import argparse
 import copy
+import os
 import re
 import resource
 import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -36,16 +38,28 @@ DURATION = re.compile(r"^([0-9.]+)s (call|setup|teardown)\s+(\S+?)::")
 OUTCOME = re.compile(r"^=* ?(\d+ passed.*) in [0-9.]+s")
 
 
-def reference_cpu_s(repeats: int = 3) -> float:
-    """CPU seconds of one clean mlp run on its defaults (median of ``repeats``), one thread."""
+@dataclass(frozen=True)
+class Reference:
+    """One clean mlp run on its defaults, one thread (medians of a few): its CPU and wall
+    seconds, and the machine's 1-minute load average just before. CPU seconds show how fast
+    the cores run; wall seconds beside them, and the load, show cores that others share."""
+
+    cpu_s: float
+    wall_s: float
+    load: float
+
+
+def reference(repeats: int = 3) -> Reference:
     torch.set_num_threads(1)
     cfg = compose_run(["scenario=mlp-clean"])
-    times = []
+    load = os.getloadavg()[0]
+    cpu, wall = [], []
     for _ in range(repeats):
-        start = time.process_time()
+        start_cpu, start_wall = time.process_time(), time.perf_counter()
         execute(copy.deepcopy(cfg))
-        times.append(time.process_time() - start)
-    return statistics.median(times)
+        cpu.append(time.process_time() - start_cpu)
+        wall.append(time.perf_counter() - start_wall)
+    return Reference(statistics.median(cpu), statistics.median(wall), load)
 
 
 def children_cpu_s() -> float:
@@ -73,7 +87,7 @@ def per_file(output: str) -> pd.DataFrame:
             .sort_values("worker_s", ascending=False).round(1).reset_index())
 
 
-def page(wall: float, cpu: float, before: float, after: float, outcome: str,
+def page(wall: float, cpu: float, before: Reference, after: Reference, outcome: str,
          files: pd.DataFrame) -> str:
     top = files.head(15)
     lines = [
@@ -87,7 +101,9 @@ def page(wall: float, cpu: float, before: float, after: float, outcome: str,
         "| measure | value |", "|---|---|",
         f"| wall time | {wall:.0f} s (budget {BUDGET_S} s) |",
         f"| CPU time of the suite's processes | {cpu:.0f} s |",
-        f"| reference run, before / after | {before:.2f} / {after:.2f} CPU-s |",
+        f"| reference run, before / after | {before.cpu_s:.2f} / {after.cpu_s:.2f} CPU-s, "
+        f"{before.wall_s:.2f} / {after.wall_s:.2f} wall-s |",
+        f"| load average (1 min), before / after | {before.load:.2f} / {after.load:.2f} |",
         f"| outcome | {outcome} |", "",
         f"The {len(top)} files that held workers longest, of {len(files)} "
         "(all in `results/perf/suite.csv`):", "",
@@ -100,15 +116,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "perf")
     args = parser.parse_args(argv)
-    before = reference_cpu_s()
+    before = reference()
     wall, cpu, output = run_suite()
-    after = reference_cpu_s()
+    after = reference()
     outcome = next((m[1] for line in output.splitlines() if (m := OUTCOME.match(line))), "?")
     files = per_file(output)
     args.out.mkdir(parents=True, exist_ok=True)
     files.to_csv(args.out / "suite.csv", index=False)
     (args.out / "suite.md").write_text(page(wall, cpu, before, after, outcome, files))
-    print(f"suite: {wall:.0f} s wall, {cpu:.0f} CPU-s; reference {before:.2f} / {after:.2f}")
+    print(f"suite: {wall:.0f} s wall, {cpu:.0f} CPU-s; reference {before.cpu_s:.2f} / "
+          f"{after.cpu_s:.2f} CPU-s, load {before.load:.2f} / {after.load:.2f}")
     return 0
 
 

@@ -166,6 +166,14 @@ def test_readme_headline_figures_match_committed_results():
     assert (f"({planned_bench_runs(lite=True):,} runs and the overhead pairs, "
             f"{lite_time['wall_s'].sum() / 60:.0f} minutes on "
             f"{int(lite_time['cpus'].iloc[0])} cores)") in text
+    lite_board = pd.read_csv(RESULTS / "lite" / "leaderboard.csv").set_index("detector")
+    plateau = lite_board.loc["loss_plateau"]
+    suite_score = interval(lite_board.loc["suite: built-ins"], "score")
+    assert (f"there the built-in suite scores {suite_score}, its sealed `loss_plateau` "
+            f"{interval(plateau, 'score')}") in flat(README)
+    assert plateau["scored"] == "sealed (namespaces)"
+    every_zero = (lite_board["honeypot_score"].dropna() == 0).all()
+    assert every_zero == ("every detector's honeypot score is 0.00" in flat(README))
     visible = pd.read_csv(RESULTS / "lite" / "leaderboard_visible.csv").set_index("detector")
     floor, suite = visible.loc["setup_reader"], visible.loc["suite: built-ins"]
     assert (f"on the Lite board's {int(floor['bugs'])} bugs visible at setup it scores "

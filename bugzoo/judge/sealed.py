@@ -34,7 +34,8 @@ from bugzoo.harness import sandbox, store
 from bugzoo.harness.traceset import StoredRun, is_traceset, stored_runs
 from bugzoo.judge.outcomes import judge_run
 from bugzoo.judge.sealed_zygote import read_message, write_message
-from bugzoo.trace import RunFacts
+from bugzoo.telemetry import LAYER_COLUMNS, LAYERS
+from bugzoo.trace import RECORD_FIELDS, RunFacts
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,10 @@ class Zygote:
             raise sandbox.SandboxError(f"the sealed zygote ended (status {self.process.wait()})")
         return json.loads(body)
 
-    def score(self, facts: RunFacts, records: list[dict], detectors: list[str]) -> dict:
+    def score(self, facts: RunFacts, records: tuple[pd.DataFrame, pd.DataFrame],
+              detectors: list[str]) -> dict:
+        """Score one run's trace (its facts, and its records as the two tables of
+        :func:`records_of`) with ``detectors``; the job's reply."""
         self.jobs += 1
         write_message(self.process.stdin, pickle.dumps({
             "job": self.jobs, "facts": facts.as_dict(), "records": records,
@@ -137,8 +141,15 @@ def plug_in_groups(names: list[str]) -> list[list[str]]:
     return list(groups.values())
 
 
-def records_of(run: StoredRun) -> list[dict]:
-    return [vars(obs) for obs in run.observations()]
+RECORD_COLUMNS = [name for name in RECORD_FIELDS if name != LAYERS]
+
+
+def records_of(run: StoredRun) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A run's records as the trace schema's two tables, and nothing else a stored trace may
+    hold: the scalar fields per step, and the per-layer gradient norms. The job's process turns
+    them into records (:func:`bugzoo.telemetry.observations`), in parallel with the others."""
+    return (run.trace[[c for c in RECORD_COLUMNS if c in run.trace]].copy(),
+            run.layers[LAYER_COLUMNS].copy())
 
 
 def checked_alarms(reply: dict, names: list[str], steps: int) -> pd.DataFrame:
@@ -212,7 +223,7 @@ def score_run(zygote: Zygote, run: StoredRun, groups: list[list[str]]
     alarms, statuses = [], {}
     for group in groups:
         reply = zygote.score(facts, records, group)
-        alarms.append(checked_alarms(reply, group, len(records)))
+        alarms.append(checked_alarms(reply, group, len(records[0])))
         statuses.update(statuses_of(reply, group, zygote.confinement))
     return pd.concat([a for a in alarms if len(a)] or alarms[:1], ignore_index=True), statuses
 

@@ -1,8 +1,9 @@
 """The confined side of sealed scoring: ``python -m bugzoo.judge.sealed_zygote``.
 
 Started by :mod:`bugzoo.judge.sealed` inside new namespaces (:mod:`bugzoo.harness.sandbox`),
-as the first process of its PID namespace. It loads the library but no detector plug-in, seals
-the filesystem (read-only, the scored folders covered), then serves one job at a time
+as the first process of its PID namespace. It loads the library and bugzoo's own detectors but
+no outside plug-in, seals the filesystem (read-only, the scored folders covered), then serves
+one job at a time
 from its standard input: a run's facts, its trace records and the detectors to show them to.
 For each job it forks a child that enters a private job (namespaces, temporary folder and
 ``/dev/shm`` of its own, no capabilities, limits), imports the detectors, streams the records
@@ -15,6 +16,7 @@ trusted), JSON back (never unpickled by the judge).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -30,7 +32,7 @@ from bugzoo.detector_registry import DETECTORS, load_detector
 from bugzoo.harness import sandbox
 from bugzoo.harness.budget import budget_scope
 from bugzoo.harness.watch import Watch, call_all
-from bugzoo.telemetry import Observation
+from bugzoo.telemetry import observations
 from bugzoo.trace import RunFacts
 
 MAX_REPLY = 64 << 20  # bytes of JSON a job may send back
@@ -58,16 +60,17 @@ def score_job(job: dict) -> dict:
             watches.append(Watch(load_detector(name), job["budget_s"]))
         except Exception as e:  # a plug-in that does not import is recorded, not fatal
             failed[name] = f"load: {type(e).__name__}: {e}"
+    records = observations(*job["records"])
     start = time.perf_counter()
     with budget_scope():
         call_all(watches, "setup", facts)
-        for record in job["records"]:
-            call_all(watches, "observe", Observation(**record))
+        for record in records:
+            call_all(watches, "observe", record)
         call_all(watches, "teardown")
     wall_s = time.perf_counter() - start
     statuses = {w.detector.name: w.status(wall_s).as_dict() for w in watches}
     return {"alarms": [a for w in watches for a in w.alarms], "statuses": statuses,
-            "failed": failed, "records": len(job["records"])}
+            "failed": failed, "records": len(records)}
 
 
 def serve_job(job: dict, private_tmp: Path, limits: dict, confined: bool) -> dict:
@@ -127,6 +130,10 @@ def main() -> int:
         sandbox.seal_filesystem([Path(p) for p in header["hidden"]])
     # the library loaded once, before any job: each child starts with it, and with no plug-in
     DETECTORS.entry_points()  # the plug-ins' names, not their code
+    for name in DETECTORS.names():  # bugzoo's own detectors, whose code is the library's too:
+        if DETECTORS.is_own(name):  # each child then starts with them loaded
+            with contextlib.suppress(ImportError):  # an optional tool not installed here
+                DETECTORS.load(name)
     gc.freeze()  # a child's collections then leave the zygote's pages shared (a fork is cheap)
     write_message(stdout, json.dumps({"ready": header["confinement"]}).encode())
     while (message := read_message(stdin)) is not None:
