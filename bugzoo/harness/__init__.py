@@ -5,5 +5,7 @@ runs the detectors inside a run, each call under a time limit from ``budget``, `
 the second copy of a run some detectors compare with, ``record`` builds what a run leaves behind
 (``summary.json``),
 ``store`` writes run folders atomically, ``pool`` schedules runs on worker processes, ``sweep``
-plans and makes many runs, and ``app`` is the Hydra application behind ``bugzoo run``.
+plans and makes many runs, ``honeypot`` makes the decoy bugs of a sweep's decoy pairs,
+``sandbox`` confines code bugzoo judges (Linux namespaces), and ``app`` is the Hydra
+application behind ``bugzoo run``.
 """

@@ -48,12 +48,13 @@ class SandboxError(RuntimeError):
 @functools.cache
 def confinement() -> str:
     """``"namespaces"`` when this machine lets an unprivileged process tree be confined (a
-    trial run of :data:`UNSHARE`), else ``"unconfined"``."""
+    trial run of :data:`UNSHARE` that seals its filesystem), else ``"unconfined"``."""
     if shutil.which("unshare") is None:
         return UNCONFINED
+    trial_code = "from bugzoo.harness import sandbox; sandbox.seal_filesystem([])"
     try:
-        trial = subprocess.run([*UNSHARE, sys.executable, "-c", "pass"], capture_output=True,
-                               timeout=30)
+        trial = subprocess.run([*UNSHARE, sys.executable, "-c", trial_code],
+                               capture_output=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return UNCONFINED
     return NAMESPACES if trial.returncode == 0 else UNCONFINED

@@ -159,7 +159,7 @@ def setup_reader_rows(table: pd.DataFrame) -> pd.DataFrame:
     train on their model's defaults, and a twin is set up as its clean control). On a headline
     pair both runs look alike at setup, so it scores 0 there by construction; on the bugs
     visible at setup it is that board's floor. Empty when no digests were recorded."""
-    if "setup_digest" not in table or table.empty:
+    if not {"setup_digest", "model", "onset"} <= set(table.columns) or table.empty:
         return table.iloc[:0]
     runs = table.drop_duplicates(["scenario", "seed", "run_role"])
     runs = runs[runs["setup_digest"].notna()]
@@ -167,10 +167,11 @@ def setup_reader_rows(table: pd.DataFrame) -> pd.DataFrame:
     # the commonest digest, the first in order among equally common ones
     defaults = (twins.groupby(["model", "seed"])["setup_digest"]
                 .agg(lambda d: d.value_counts().sort_index().idxmax()))
-    keys = list(zip(runs["model"], runs["seed"], strict=True))
-    runs = runs[[key in defaults.index for key in keys]]
-    default = [defaults[key] for key in zip(runs["model"], runs["seed"], strict=True)]
-    differs = runs["setup_digest"] != pd.Series(default, index=runs.index)
+    if defaults.empty:  # no twins, so no default to read
+        return table.iloc[:0]
+    keys = pd.Series(list(zip(runs["model"], runs["seed"], strict=True)), index=runs.index)
+    runs = runs.loc[keys.isin(set(defaults.index))]
+    differs = runs["setup_digest"] != keys[runs.index].map(defaults)
     steps = [0 if d else None for d in differs]
     outcome = [outcome_of(role, step, int(onset or 0))
                for role, step, onset in zip(runs["run_role"], steps, runs["onset"], strict=True)]

@@ -48,6 +48,8 @@ NOTES = {
                         "suites, per model",
     "perf/baselines.md": "initial loss, single-batch overfit, accuracy and wall time per model",
     "perf/sweep.md": "the same sweep on 1 worker and on 2",
+    "perf/rescore.md": "the sealed built-ins scored on the stored dev traces, sealed (a "
+                       "confined job per run) beside the same in one process",
     "perf/suite.md": "README's test command against its 8-minute budget, with a reference run "
                      "that gives the machine's speed that day; `perf/suite.csv` per test file",
     "perf/profile.md": "each phase of a bench's runs, the pool's slots held and idle "
