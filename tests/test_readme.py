@@ -233,6 +233,17 @@ def test_quoted_figures_match_committed_results():
             f"composes each scenario first (1 worker: {efficiency['composed', 1]:.2f})") in SPEED
     whole, seconds = divmod(round(minutes * 60), 60)
     assert f"| {whole} min {seconds:02d} s on {cores} cores |" in SPEED
+    lite = pd.read_csv(RESULTS / "lite" / "sweep_time.csv")
+    whole, seconds = divmod(round(lite["wall_s"].sum()), 60)
+    assert (f"Lite, a plain `bugzoo bench`: {int(lite['runs_made'].sum())} runs on a fresh test "
+            "split") in SPEED
+    assert f"| {whole} min {seconds:02d} s on {int(lite['cpus'].iloc[0])} cores | <= 15 min |" \
+        in SPEED
+    rescore = pd.read_csv(RESULTS / "perf" / "rescore.csv").iloc[0]
+    assert (f"on {int(rescore['runs']):,} stored traces" in SPEED
+            and f"| {rescore['sealed_s']:.1f} s sealed on {int(rescore['workers'])} workers "
+            f"({rescore['in_process_s']:.1f} s in one process, unconfined: "
+            f"{rescore['ratio']:.2f} x) | <= 60 s |" in SPEED)
 
 
 def test_the_boards_overhead_is_the_run_weighted_paid_overhead():

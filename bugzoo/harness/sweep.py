@@ -239,7 +239,7 @@ def sweep(tasks: list[RunTask], workers: int, progress: bool = True) -> Counter:
     done_cost = sum(t.expected_cost for t in tasks) - sum(t.expected_cost for t in todo)
     made = len(tasks) - len(todo)
     with tqdm(total=round(sum(t.expected_cost for t in tasks), 1), initial=round(done_cost, 1),
-              disable=not progress, dynamic_ncols=True,
+              desc="runs", disable=not progress, dynamic_ncols=True,
               bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} s of expected run time{postfix} "
                          "[{elapsed}<{remaining}]") as bar:
         for record in run_tasks(todo, workers):
