@@ -236,3 +236,20 @@ def test_a_stopped_bench_records_its_time_and_the_command_that_resumes_it_adds_i
     rows = pd.read_csv(out / "sweep_time.csv")
     # the second command makes the bug's twin and the decoy pair (a honeypot)
     assert rows["runs_made"].tolist() == [1, 3] and (rows["wall_s"] > 0).all()
+
+
+def test_a_failing_detector_is_summed_up_once_not_printed_per_run(tmp_path, capsys):
+    """A detector that fails on every run (as overfit_probe does at setup on the causal LM)
+    is recorded in each run and named once, in one line, after the sweep."""
+    site = faults.install(tmp_path / "site")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(site))
+        patch.setenv("PYTHONPATH", faults.env_with(site)["PYTHONPATH"])
+        assert cli_main(["bench", "--scenarios", "mlp-double_softmax", "--seeds", "0",
+                         "--workers", "1", "--out", str(tmp_path / "sweep"), "--no-progress",
+                         "--no-overhead", "--detectors", "boom", "harness.steps=10",
+                         "harness.eval_interval=5"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("detector boom failed") == 1, err
+    assert "detector boom failed on 4 of 4 runs (first: observe: RuntimeError: boom at step 3)" \
+        in err

@@ -66,7 +66,8 @@ class Watch:
             self._keep(self._call(method, *args))
         except Exception as e:
             self.error = f"{method}: {type(e).__name__}: {e}"
-            log.warning("detector %s failed in %s", self.detector.name, self.error)
+            # recorded in the run's status; a sweep sums them up in one line per detector
+            log.info("detector %s failed in %s", self.detector.name, self.error)
             if method != "teardown":
                 self._tear_down_after_failure()
         finally:
