@@ -289,10 +289,11 @@ QUICK_LINES = 40  # what --quick prints at most
 
 def smoke_summary(out: Path) -> str:
     """What ``--quick`` prints: that it cannot rank, then per detector that alarmed its counts
-    (hits on buggy runs, alarms on their twins and on healthy runs), no scores, no ranks."""
+    (buggy runs, twins and healthy runs with an alarm, before the onset too), no scores, no
+    ranks."""
     table = pd.read_csv(out / "outcomes.csv")
     table = table[~table["honeypot"].fillna(False).astype(bool)] if "honeypot" in table else table
-    counts = table.assign(hit=table["outcome"] == "hit",
+    counts = table.assign(hit=(table["run_role"] == "buggy") & (table["outcome"] != "miss"),
                           twin=(table["run_role"] == "control") & (table["outcome"] != "quiet"),
                           healthy=(table["run_role"] == "clean") & (table["outcome"] != "quiet"))
     per = counts.groupby("detector")[["hit", "twin", "healthy"]].sum()
