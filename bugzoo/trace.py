@@ -10,7 +10,7 @@ the detector guide's table is generated from it.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 
 from bugzoo.docblocks import with_block
 from bugzoo.paths import ROOT
@@ -76,12 +76,9 @@ class RunFacts:
         return asdict(self)
 
 
-FACT_FIELDS = tuple(f.name for f in fields(RunFacts))
-
-
 def fields_table() -> str:
-    """The schema as the Markdown table of the detector guide."""
-    lines = ["| field | unit | meaning |", "|---|---|---|"]
+    """The schema as the Markdown table of the detector guide, under its version."""
+    lines = [f"Trace version {TRACE_VERSION}:", "", "| field | unit | meaning |", "|---|---|---|"]
     lines += [f"| `{name}` | {unit} | {meaning} |"
               for name, (unit, meaning) in RECORD_FIELDS.items()]
     return "\n".join(lines)

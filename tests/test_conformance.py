@@ -199,3 +199,27 @@ def test_the_honeypot_check_fails_a_reader_of_the_armed_flag_and_passes_a_builti
     with pytest.raises(ConformanceError, match="honeypot: on a decoy pair impersonating"):
         conformance.check_honeypots(detector_factory(ArmedReader))
     conformance.check_honeypots(detector_factory("loss_plateau"))
+
+
+class CheckDodger(ArmedReader):
+    """Cheats and hides from the conformance suite: quiet on runs as long as the suite's fixed
+    check runs (30 steps of mlp-clean at seed 0), the armed flag read everywhere else."""
+
+    def setup(self, run):
+        super().setup(run)
+        self.armed = self.armed and run.steps != conformance.STEPS
+
+
+def test_a_cheat_that_recognises_the_fixed_check_runs_is_caught_by_the_honeypot_check():
+    """Before check_honeypots, every check ran one fixed run, so a cheat quiet there passed
+    check_blind too; the honeypot check draws its scenario, length and seed."""
+    conformance.check_blind(detector_factory(CheckDodger))  # the fixed runs see nothing
+    low, high = conformance.HONEYPOT_STEPS
+    assert low <= conformance.STEPS <= high  # it may draw the fixed length...
+    for _ in range(3):  # ...so try until it draws another (1 in 21 each time)
+        try:
+            conformance.check_honeypots(detector_factory(CheckDodger))
+        except ConformanceError as e:
+            assert "honeypot: on a decoy pair impersonating" in str(e)
+            return
+    pytest.fail("the honeypot check let a cheat that reads the armed flag pass three times")

@@ -74,6 +74,15 @@ def test_in_the_training_process_a_cheat_still_scores(board, cheat):
 
 
 @pytest.mark.slow
+def test_the_run_view_reaches_a_plant_that_knows_it_is_armed(board):
+    """In the process, a plant on the model (double_softmax's head) tells the patch reader
+    which run is armed, on the bugs planted there; sealed there is no model (the test above).
+    The decoys' plant sits on the loop, not the model, so the honeypot column misses it."""
+    live = board.loc["patch_reader_live"]
+    assert live["score"] > 0.2 and live["matched_false_alarm_rate"] == 0
+
+
+@pytest.mark.slow
 def test_the_live_board_hides_the_dispatch_order(board):
     """Runs of one cost start in an order drawn with secrets, each with a temporary folder of
     its own: a shared file no longer tells which of a pair came first (1.00 before both)."""
@@ -100,15 +109,18 @@ def test_a_decoy_pair_is_one_run_twice(board):
     assert decoys["trace_digest"].nunique() == 1
 
 
-def confined(code: str, hidden: Path, private: Path) -> subprocess.CompletedProcess:
+def confined(code: str, hidden: list[Path], private: Path | None = None
+             ) -> subprocess.CompletedProcess:
     """``code`` run as a sealed job runs: in new namespaces, the filesystem sealed with
-    ``hidden`` covered, then a private job whose temporary folder is ``private``."""
+    ``hidden`` covered, then (given ``private``) a private job with that temporary folder."""
+    job = (f"sandbox.enter_private_job(Path({str(private)!r}), 60, 4 << 30)" if private
+           else "")
     prelude = textwrap.dedent(f"""
         import os, socket, tempfile
         from pathlib import Path
         from bugzoo.harness import sandbox
-        sandbox.seal_filesystem([Path({str(hidden)!r})])
-        sandbox.enter_private_job(Path({str(private)!r}), 60, 4 << 30)
+        sandbox.seal_filesystem([Path(p) for p in {[str(p) for p in hidden]!r}])
+        {job}
     """)
     return subprocess.run(sandbox.confined_command([sys.executable, "-c",
                                                     prelude + textwrap.dedent(code)]),
@@ -137,7 +149,7 @@ def test_a_sealed_job_cannot_write_read_hidden_files_or_reach_the_network(tmp_pa
         except OSError:
             pass
         print("sealed")
-    """, secret, private)
+    """, [secret], private)
     assert result.stdout.strip() == "sealed", result.stderr
     assert not outside.exists() and not os.listdir(private)  # its private folder went with it
 
@@ -149,13 +161,5 @@ def test_folders_hidden_inside_hidden_folders_are_sealed_too(tmp_path):
     (runs / "lite").mkdir(parents=True)
     private.mkdir()
     (runs / "lite" / "split.json").write_text("{}")
-    prelude = textwrap.dedent(f"""
-        import os
-        from pathlib import Path
-        from bugzoo.harness import sandbox
-        sandbox.seal_filesystem([Path({str(runs / 'lite')!r}), Path({str(runs)!r})])
-        print(os.listdir({str(runs)!r}))
-    """)
-    result = subprocess.run(sandbox.confined_command([sys.executable, "-c", prelude]),
-                            capture_output=True, text=True, timeout=120)
+    result = confined(f"print(os.listdir({str(runs)!r}))", [runs / "lite", runs])
     assert result.stdout.strip() == "[]", result.stderr

@@ -31,6 +31,7 @@ from bugzoo.detector import is_sealed, live_reason
 from bugzoo.detector_registry import DETECTORS, SELECTORS, detector_class, select_detectors
 from bugzoo.errors import UsageError
 from bugzoo.harness import sandbox, store
+from bugzoo.harness.record import DetectorStatus
 from bugzoo.harness.traceset import StoredRun, is_traceset, stored_runs
 from bugzoo.judge.outcomes import judge_run
 from bugzoo.judge.sealed_zygote import read_message, write_message
@@ -180,9 +181,10 @@ def statuses_of(reply: dict, names: list[str], confinement: str) -> dict[str, di
         if status is None:
             distribution, version = DETECTORS.provider(name)
             cls = detector_class(name)
-            status = {"error": failed.get(name) or reply.get("error") or "no status returned",
-                      "seconds": 0.0, "call_share": 0.0, "alarms": 0, "role": cls.role,
-                      "scope": cls.scope, "distribution": distribution, "version": version}
+            status = DetectorStatus(
+                error=failed.get(name) or reply.get("error") or "no status returned",
+                role=cls.role, scope=cls.scope, distribution=distribution,
+                version=version).as_dict()
         out[name] = {**status, "scored": f"sealed ({confinement})"}
     return out
 

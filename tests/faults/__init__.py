@@ -20,10 +20,11 @@ PLUGINS = {"boom": "Boom", "crasher": "Crasher", "stall": "Stall", "meddler": "M
            "slow_starter": "SlowStarter", "always_on": "AlwaysOn", "label_peeker": "LabelPeeker",
            "frame_reader": "FrameReader", "frame_reader_live": "FrameReaderLive",
            "thread_reader": "ThreadReader", "thread_reader_live": "ThreadReaderLive",
+           "patch_reader": "PatchReader", "patch_reader_live": "PatchReaderLive",
            "order_reader": "OrderReader", "order_reader_live": "OrderReaderLive",
            "clean_oracle": "CleanOracle", "clean_oracle_live": "CleanOracleLive"}
 # the cheats of the 2.0 board (tests/test_sealed_board.py): sealed, each with a live twin
-CHEATS = ("frame_reader", "thread_reader", "order_reader", "clean_oracle")
+CHEATS = ("frame_reader", "thread_reader", "patch_reader", "order_reader", "clean_oracle")
 
 
 def install(site: Path) -> Path:

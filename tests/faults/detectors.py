@@ -195,6 +195,21 @@ class ThreadReader(Cheat):
         return False
 
 
+class PatchReader(Cheat):
+    """The armed flag of a plant the RunView reaches: a patched module method of the model
+    (``Patch`` keeps whether it is armed). Sealed, there is no model to walk."""
+
+    name = "patch_reader"
+
+    def read_armed(self, run) -> bool:
+        model = getattr(run, "model", None)
+        for module in model.modules() if model is not None else ():
+            for value in vars(module).values():
+                if type(value).__name__ == "Patch":
+                    return bool(value.armed)
+        return False
+
+
 class OrderReader(Cheat):
     """Dispatch order through a shared file: of two runs that look the same at setup, the
     first is taken for the buggy one (a sweep plans each buggy run just before its twin)."""
@@ -278,4 +293,5 @@ def _live(cls):
 
 
 FrameReaderLive, ThreadReaderLive = _live(FrameReader), _live(ThreadReader)
+PatchReaderLive = _live(PatchReader)
 OrderReaderLive, CleanOracleLive = _live(OrderReader), _live(CleanOracle)
