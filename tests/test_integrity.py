@@ -151,10 +151,11 @@ def test_the_release_is_frozen():
     assert live["digest"] == committed["digest"]
 
 
-def test_the_published_board_names_its_release_and_readme_says_when_it_is_older():
-    """Every published outcome carries one release digest, which the board names. A release
-    remakes its trace set at once, and its board with a fresh test split; until then README
-    says the board is the older release's."""
+def test_the_published_traces_are_todays_and_the_board_names_its_release():
+    """Every run of the published trace set holds today's key for its scenario: today's code
+    made it (or made a run it stands for). Every published outcome carries one release
+    digest, the release its runs were made by, which the board names; until a release remakes
+    its board with a fresh test split, README says the board is the older release's."""
     import json
     import re
     from pathlib import Path
@@ -166,8 +167,8 @@ def test_the_published_board_names_its_release_and_readme_says_when_it_is_older(
     root = Path(__file__).resolve().parents[1]
     results = root / "results"
     committed = json.loads((results / release.MANIFEST.name).read_text())
-    assert set(pd.read_parquet(results / "traces" / "runs.parquet")["release"]) == {
-        committed["digest"]}
+    runs = pd.read_parquet(results / "traces" / "runs.parquet")
+    assert (runs["key"] == runs["scenario"].map(release.scenario_key)).all()
     (digest,) = set(pd.read_parquet(results / "outcomes.parquet")["release"])
     named = re.search(rf"(bugzoo-bench [\d.]+) \(digest {digest}\)",
                       (results / "leaderboard.md").read_text())
@@ -175,107 +176,6 @@ def test_the_published_board_names_its_release_and_readme_says_when_it_is_older(
     if digest != committed["digest"]:
         readme = " ".join((root / "README.md").read_text().split())
         assert f"This board is {named.group(1)}'s" in readme
-
-
-def test_a_bugs_export_deltas_are_not_part_of_the_release(tmp_path):
-    """An export delta makes a standalone script, never a run: adding or editing one leaves
-    the bug's release hash as it was, while any change to the plant or its card moves it."""
-    from pathlib import Path
-
-    from bugzoo import release
-
-    original = Path(__file__).resolve().parents[1] / "bugzoo" / "bugs" / "double_softmax.py"
-    text = original.read_text()
-    assert "reproducers=" in text
-    copy = tmp_path / "double_softmax.py"
-    copy.write_text(text.replace('"return torch.softmax(self.head(self.backbone(x)), dim=-1)"',
-                                 '"return self.head(self.backbone(x)).softmax(-1)"'))
-    assert release.bug_hash(copy) == release.bug_hash(original)
-    copy.write_text(text.replace(".softmax(dim=-1)\n", ".softmax(dim=0)\n", 1))
-    assert copy.read_text() != text and release.bug_hash(copy) != release.bug_hash(original)
-
-
-@pytest.mark.parametrize("imported", [
-    ("import Bug, SymptomCheck", "import Bug, Delta, SymptomCheck"),
-    ("from bugzoo.bugs.base", "from bugzoo.bugs import Delta\nfrom bugzoo.bugs.base")])
-def test_a_bugs_first_export_delta_leaves_its_release_hash(tmp_path, imported):
-    """A delta written on lines of its own, ending with its comma, is cut with them and with
-    the import of ``Delta``: a bug that had none keeps the hash its release recorded when its
-    first one lands."""
-    from pathlib import Path
-
-    from bugzoo import release
-
-    original = Path(__file__).resolve().parents[1] / "bugzoo" / "bugs" / "adam_eps_fp16.py"
-    text = original.read_text()
-    assert "reproducers=" not in text and text.endswith("\n)\n")
-    copy = tmp_path / original.name
-    delta = ('    reproducers={"mlp": Delta(\n'
-             '        patch=(("model = MLP()\\n", "model = MLP().half()\\n"),),\n'
-             '    )},\n')
-    imports = text.replace(*imported, 1)
-    assert imports != text
-    copy.write_text(imports[:-2] + delta + ")\n")
-    assert release.bug_hash(copy) == release.bug_hash(original)
-    copy.write_text(imports[:-2] + delta.replace("},\n", "}\n") + ")\n")  # no comma: not cut
-    assert release.bug_hash(copy) != release.bug_hash(original)
-
-
-@pytest.mark.parametrize("bug", ["adam_eps_fp16", "double_softmax"])  # a first delta; 1.2's cut
-def test_a_setup_delta_and_its_own_import_leave_the_release_hash(tmp_path, bug):
-    """A :class:`SetupDelta` (a delta that writes a feature into both scripts) is imported on
-    a line of its own, which is cut with the delta: from a bug with no delta yet, and from one
-    whose hash 1.2 recorded with its ``Delta`` import kept."""
-    from pathlib import Path
-
-    from bugzoo import release
-
-    original = Path(__file__).resolve().parents[1] / "bugzoo" / "bugs" / f"{bug}.py"
-    text = original.read_text()
-    imported = text.replace("from bugzoo.bugs.base", "from bugzoo.bugs import SetupDelta\n"
-                            "from bugzoo.bugs.base", 1)
-    delta = ('    reproducers={"mlp": SetupDelta(\n'
-             '        setup=(("STEPS", "STEPS"),), patch=(("model = MLP()\\n", "model = MLP()\\n"),),\n'
-             '    )},\n')
-    copy = tmp_path / original.name
-    if "reproducers=" in text:  # replace the delta 1.2 recorded
-        start = text.index("    reproducers=")
-        copy.write_text(imported[:imported.index("    reproducers=")] + delta + ")\n")
-        assert text[start:].count("\n)\n") == 1
-    else:
-        copy.write_text(imported[:-2] + delta + ")\n")
-    assert release.bug_hash(copy) == release.bug_hash(original)
-    copy.write_text(copy.read_text().replace("import SetupDelta\n", "import SetupDelta, get_bug\n"))
-    assert release.bug_hash(copy) != release.bug_hash(original)  # an import of it alone is cut
-
-
-def test_a_bug_that_builds_on_another_bugs_module_moves_with_it(tmp_path, monkeypatch):
-    """``init_too_small`` plants ``init_too_large``'s class and ``init_repeated`` runs
-    ``reinit_every_epoch``'s initialisation: a change to that sibling's plant moves the bug's
-    release hash, and so reruns its scenarios."""
-    import shutil
-    from pathlib import Path
-
-    from bugzoo import release
-
-    package = Path(__file__).resolve().parents[1] / "bugzoo"
-    copy = tmp_path / "bugzoo"
-    shutil.copytree(package / "bugs", copy / "bugs")
-    monkeypatch.setattr(release, "PACKAGE", copy)
-    for bug, sibling, plant_line in [
-            ("init_too_small", "init_too_large", "nn.init.normal_(m.weight, 0.0, std)"),
-            ("init_repeated", "reinit_every_epoch", "model.apply(GPT.init_weights)")]:
-        path = copy / "bugs" / f"{bug}.py"
-        assert release.sibling_bugs(path) == [copy / "bugs" / f"{sibling}.py"]
-        before = release.bug_hash(path)
-        assert before == release.bug_hash(package / "bugs" / f"{bug}.py")
-        sibling_path = copy / "bugs" / f"{sibling}.py"
-        text = sibling_path.read_text()
-        assert text.count(plant_line) == 1, sibling
-        sibling_path.write_text(text.replace(plant_line, f"{plant_line}  # changed"))
-        assert release.bug_hash(path) != before, bug
-        sibling_path.write_text(text)
-    assert release.sibling_bugs(copy / "bugs" / "double_softmax.py") == []
 
 
 @pytest.mark.slow

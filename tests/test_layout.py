@@ -164,3 +164,17 @@ def test_a_bug_changes_a_seam_instead_of_copying_a_method(path):
                and getattr(node.func, "id", None) == "patch_method"]
     assert len(patches) <= (2 if path.stem in TWO_SEAMS else 1), (
         f"{path.stem} patches {len(patches)} methods; a bug replaces one seam")
+
+
+def test_the_layout_page_names_every_module():
+    """Every module of the package is named on the layout page (a bug, a model, a dataset and
+    a reproducer family by its folder)."""
+    import re
+
+    text = (ROOT / "docs" / "pages" / "layout.md").read_text()
+    by_folder = {"bugs": ("base", "setup_delta"), "models": (), "data": (), "reproducers": ()}
+    unnamed = [str(path.relative_to(ROOT)) for path in sorted((ROOT / "bugzoo").rglob("*.py"))
+               if path.name != "__init__.py"
+               and path.stem in by_folder.get(path.parent.name, (path.stem,))
+               and not re.search(rf"\b{re.escape(path.name)}\b", text)]
+    assert not unnamed

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from bugzoo.cli import main as cli
-from bugzoo.release import key_of
+from bugzoo.scenarios import get_scenario
 from bugzoo.teach.export import supported
 from bugzoo.teach.tasks import exported, taskset
-from bugzoo.teach.tasks.carry import code_digest
+from bugzoo.teach.tasks.carry import grade_key
 from bugzoo.teach.tasks.exported import pair_key
 from bugzoo.teach.tasks.grade import Grade
 from bugzoo.teach.tasks.taskset import set_key
@@ -135,40 +135,6 @@ def test_the_committed_task_tables_are_todays():
     assert (tasks["key"] == [set_key(s, 0) for s in tasks["scenario"]]).all()
     grades = pd.read_csv(ROOT / "results" / "agents.csv")
     assert set(grades["scenario"]) == set(tasks.loc[tasks["in_set"], "scenario"])
-    assert (grades["key"] == [key_of(set_key(s, 0), solver) for s, solver in
-                              zip(grades["scenario"], grades["solver"], strict=True)]).all()
-
-
-def test_the_code_digest_moves_with_the_grader_and_the_models_own_family(monkeypatch,
-                                                                         tmp_path):
-    """A change to the grader moves every model's digest; a change to one reproducer family
-    moves its own model's digest only."""
-    from bugzoo.teach.tasks import carry
-    models, tasks = ("mlp", "gpt"), carry.TASKS
-    code_digest.cache_clear()
-    before = {model: code_digest(model) for model in models}
-    copy = tmp_path / "tasks"
-    copy.mkdir()
-    for name in carry.DECIDING:
-        (copy / f"{name}.py").write_bytes((tasks / f"{name}.py").read_bytes())
-    (tmp_path / "reproducers").symlink_to(tasks.parent / "reproducers")
-    monkeypatch.setattr(carry, "TASKS", copy)
-    code_digest.cache_clear()
-    assert {model: code_digest(model) for model in models} == before
-
-    (copy / "health.py").write_text((copy / "health.py").read_text() + "\n# changed\n")
-    code_digest.cache_clear()
-    assert all(code_digest(model) != before[model] for model in models)
-
-    (copy / "health.py").write_bytes((tasks / "health.py").read_bytes())
-    (tmp_path / "reproducers").unlink()
-    families = tmp_path / "reproducers"
-    families.mkdir()
-    for path in (tasks.parent / "reproducers").glob("*.py"):
-        (families / path.name).write_bytes(path.read_bytes())
-    (families / "mlp.py").write_text((families / "mlp.py").read_text() + "\n# changed\n")
-    code_digest.cache_clear()
-    assert code_digest("mlp") != before["mlp"] and code_digest("gpt") == before["gpt"]
-    monkeypatch.undo()
-    code_digest.cache_clear()
-    assert code_digest("mlp") == before["mlp"]
+    assert (grades["key"] == [grade_key(set_key(s, 0), get_scenario(s).model, solver)
+                              for s, solver in zip(grades["scenario"], grades["solver"],
+                                                   strict=True)]).all()

@@ -10,7 +10,6 @@ loses nothing.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import shutil
@@ -127,38 +126,16 @@ def _widened(frame: pd.DataFrame) -> pd.DataFrame:
     return out.astype({"layer": "str"}) if "layer" in out.columns else out
 
 
-def run_key(summary: dict, released: dict) -> str | None:
-    """The release key (:func:`bugzoo.release.scenario_key`) of the code that made a stored run:
-    as its trace set recorded it, or from ``released`` (the committed manifest) for a run of
-    that release stored before keys were kept; None where neither tells."""
-    if summary.get("key"):
-        return summary["key"]
-    scenario = released.get("scenarios", {}).get(summary["scenario"])
-    if scenario is None or summary.get("release") != released.get("digest"):
-        return None
-    return release.key_of(released["shared"], scenario)
-
-
 def unchanged_runs(traces: Path, made: set[str]) -> list[StoredRun]:
     """The runs of the trace set ``traces`` whose scenario is not in ``made`` and whose code is
-    unchanged in this checkout (same release key): a sweep of the changed scenarios, made by
-    the set's own command (split, seeds, detectors) and exported with these, is the whole
-    sweep, each carried run restamped with today's release and keeping the one that made it
-    (``made_by_release``)."""
+    unchanged in this checkout (the key it records is its scenario's today): a sweep of the
+    changed scenarios, made by the set's own command (split, seeds, detectors) and exported with
+    these, is the whole sweep. A carried run keeps its stamp, the release that made it."""
     if not is_traceset(traces):
         raise UsageError(f"{traces} is not a trace set: nothing to keep runs from")
-    released = json.loads(release.MANIFEST.read_text()) if release.MANIFEST.is_file() else {}
-    today = release.live_manifest()["scenarios"]
-    kept = []
-    for run in _traceset_runs(traces):
-        scenario = run.summary["scenario"]
-        key = run_key(run.summary, released)
-        if scenario in made or scenario not in today or key != release.scenario_key(scenario):
-            continue
-        made_by = run.summary.get("made_by_release") or run.summary.get("release")
-        kept.append(StoredRun({**run.summary, "key": key, "release": release.digest(),
-                               "made_by_release": made_by}, run.trace, run.layers))
-    return kept
+    return [run for run in _traceset_runs(traces)
+            if run.summary["scenario"] not in made and run.summary.get("key") is not None
+            and run.summary["key"] == release.scenario_key(run.summary["scenario"])]
 
 
 def _place(run: StoredRun) -> tuple[str, str]:

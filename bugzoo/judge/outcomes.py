@@ -117,6 +117,7 @@ def judge_run(summary: dict, alarms: pd.DataFrame, elapsed: pd.Series) -> list[d
             if hit and len(elapsed) else None,
             "diagnosed": (first["category"] == summary.get("category")) if hit else None,
             "detector_error": status.get("error"), "release": summary.get("release"),
+            "key": summary.get("key"),
             "scored": status.get("scored", IN_PROCESS),
             "setup_digest": summary.get("setup_digest"),
             "trace_digest": summary.get("trace_digest"),
@@ -127,7 +128,7 @@ def judge_run(summary: dict, alarms: pd.DataFrame, elapsed: pd.Series) -> list[d
 
 def outcomes(sweep_dir: Path) -> pd.DataFrame:
     """Per (detector, run) outcomes of every complete run in a sweep folder; runs of different
-    releases (:mod:`bugzoo.release`) are not scored together. The sealed detectors' rows
+    code (:func:`one_code`) are not scored together. The sealed detectors' rows
     (``sealed_outcomes.parquet``, :mod:`bugzoo.judge.sealed`) join those of runs whose trace
     they were scored on; a row of a run made again since is left out."""
     rows, traces = [], set()
@@ -145,7 +146,7 @@ def outcomes(sweep_dir: Path) -> pd.DataFrame:
     if not rows:
         raise UsageError(f"no complete runs under {sweep_dir}")
     table = pd.DataFrame(rows)
-    one_release(table, sweep_dir)
+    one_code(table, sweep_dir)
     return table
 
 
@@ -205,12 +206,19 @@ def visible_at_setup(table: pd.DataFrame) -> pd.Series:
     return paired & table["scenario"].isin(visible)
 
 
-def one_release(table: pd.DataFrame, where: Path | str) -> None:
-    """Refuse a table whose runs were made by different releases of the benchmark."""
-    digests = sorted({str(d) for d in table["release"].fillna("unstamped")})
-    if len(digests) > 1:
-        raise UsageError(f"runs of different releases in {where} ({', '.join(digests)}): "
-                         "score each release's runs apart")
+def one_code(table: pd.DataFrame, where: Path | str) -> None:
+    """Refuse a table where one scenario's runs were made by different code: each run's key
+    (:func:`bugzoo.release.scenario_key`) says what made it, and the runs of a pair and of its
+    seeds must agree; a run stored before runs recorded keys counts by its release digest."""
+    made_by = table["key"].fillna("release " + table["release"].fillna("unstamped")) if (
+        "key" in table) else "release " + table["release"].fillna("unstamped")
+    codes = pd.DataFrame({"scenario": table["scenario"], "made_by": made_by}).drop_duplicates()
+    mixed = codes[codes["scenario"].duplicated(keep=False)]
+    if len(mixed):
+        scenario = mixed["scenario"].iloc[0]
+        keys = ", ".join(sorted(mixed.loc[mixed["scenario"] == scenario, "made_by"]))
+        raise UsageError(f"runs of {scenario} in {where} were made by different code ({keys}): "
+                         "score each code's runs apart, or run the scenario again")
 
 
 # ----------------------------------------------------------------------------- suites

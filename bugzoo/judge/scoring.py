@@ -47,7 +47,7 @@ from bugzoo.harness import store
 from bugzoo.judge.figures import category_figure, leaderboard_figure
 from bugzoo.judge.outcomes import (
     SETUP_READER,
-    one_release,
+    one_code,
     outcomes,
     setup_reader_rows,
     visible_at_setup,
@@ -513,7 +513,7 @@ def score_sweep(sweep_dir: Path, publish: Path | None = None,
     overhead = read_overhead(sweep_dir)
     if beside is not None:
         table = with_rows_beside(table, outcomes(Path(beside)))
-        one_release(table, f"{sweep_dir} and {beside}")
+        one_code(table, f"{sweep_dir} and {beside}")
         frames = [f for f in (overhead, read_overhead(Path(beside))) if f is not None]
         overhead = (pd.concat(frames).drop_duplicates(["variant", "model"])
                     if frames else None)

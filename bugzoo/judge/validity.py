@@ -36,7 +36,8 @@ from bugzoo.harness.runner import execute
 from bugzoo.harness.sweep import select_scenarios, sweep, sweep_options, sweep_parser
 from bugzoo.judge.stats import BOOTSTRAP
 from bugzoo.judge.tables import markdown
-from bugzoo.release import key_of, scenario_key
+from bugzoo.provenance import code_key, key_of
+from bugzoo.release import scenario_key
 from bugzoo.scenarios import Scenario, default_scenario, get_scenario, list_scenarios
 
 log = logging.getLogger(__name__)
@@ -268,12 +269,18 @@ def language_table(root: Path, seeds: list[int]) -> pd.DataFrame:
 
 
 # ----------------------------------------------------------------------------- carrying
+# what makes a row from its runs, besides the runs themselves
+ROW_ENTRIES = tuple(f"bugzoo.judge.validity:{name}" for name in (
+    "plan_validity_runs", "summarise", "to_power", "health_table", "language_table"))
+
+
 def row_key(scenarios: list[str], seeds: list[int], overrides: list[str]) -> str | None:
-    """What decided a row's runs: the release keys of its scenarios (the one measured and the
-    one it is measured against), the seeds asked for and the run-setting overrides. None where
-    a scenario is outside the release: such a row is never carried."""
+    """What decided a row: the release keys of its scenarios' runs (the one measured and the
+    one it is measured against), the seeds asked for, the run-setting overrides and the code
+    that plans the runs and tests them (:data:`ROW_ENTRIES`). None where a scenario is outside
+    the release: such a row is never carried."""
     keys = [scenario_key(s) for s in scenarios]
-    return None if None in keys else key_of(keys, seeds, list(overrides))
+    return None if None in keys else key_of(keys, seeds, list(overrides), code_key(*ROW_ENTRIES))
 
 
 def with_keys(validity: pd.DataFrame, health: pd.DataFrame, language: pd.DataFrame | None,

@@ -2,13 +2,13 @@
 validate``, ``task set`` and ``task agents``.
 
 A row's key hashes what decided it: the scenario's two task scripts (each a whole program), the
-bug's symptom check, and the code that trains, grades and solves them. That code is the task
-runner, grader, health test and solvers, the scenario's reproducer family (its fresh data,
-pipelines and healthy variants) with the text the families share, and the built-in detectors
-the ``rules`` solver runs. Where a row's key is today's, the same programs and code made it, so
-a rerun would measure it again; the other rows are rerun. A new export delta moves only its own
-scenario's key, and a change to one family only its model's keys, so new exports cost their
-own runs, not the whole set's.
+bug's symptom check, and the code its kind of row runs (:mod:`bugzoo.provenance`), found from
+that kind's entry point, with the model's reproducer family (imported by name): ``task
+validate`` runs the pairs and tests them, ``task set`` makes and grades the tasks, and an agent
+grade runs its own solver and the grader, with the built-in detectors where the solver runs
+detectors. Where a row's key is today's, the same programs and code made it, so a rerun would
+measure it again; the other rows are rerun. A new export delta moves only its own scenario's
+key, a change to one family only its model's keys, a change to one solver only its grades.
 """
 
 from __future__ import annotations
@@ -21,37 +21,50 @@ import pandas as pd
 from bugzoo.bugs import get_bug
 from bugzoo.errors import UsageError
 from bugzoo.judge.out_of_sample import detectors_digest
-from bugzoo.release import file_hash, key_of
+from bugzoo.provenance import code_key, code_reached, key_of
 from bugzoo.scenarios import get_scenario
 from bugzoo.teach.tasks.script import task_scripts
 
-TASKS = Path(__file__).resolve().parent
-# the modules of bugzoo.teach.tasks whose code decides a row (the others format or serve it)
-DECIDING = ("runner", "grade", "health", "make", "script", "solvers", "rules")
+# where each kind of row starts: the code reached from there decides it
+VALIDATE = ("bugzoo.teach.tasks.exported:validate_exports",)
+SET = ("bugzoo.teach.tasks.taskset:make_checked_task", "bugzoo.teach.tasks.taskset:is_task")
+GRADE = "bugzoo.teach.tasks.grade:grade"
+RUNS_DETECTORS = ("bugzoo.detector_registry", "select_detectors")
 
 
-@cache
-def code_digest(model: str) -> str:
-    """One hash of the code that trains, grades and solves ``model``'s task scripts."""
-    reproducers = TASKS.parent / "reproducers"  # their __init__ holds a docstring only
-    families = (reproducers / name for name in ("_shared.py", f"{model}.py"))
-    return key_of(file_hash(*(TASKS / f"{name}.py" for name in DECIDING), *families),
-                  detectors_digest())
+def code_digest(model: str, *entries: str) -> str:
+    """The key of the code reached from ``entries`` with ``model``'s reproducer family; the
+    built-in detectors' text joins it where that code runs detectors."""
+    family = f"bugzoo.teach.reproducers.{model}"
+    runs_detectors = RUNS_DETECTORS in code_reached(*entries)
+    return key_of(code_key(*entries, family), detectors_digest() if runs_detectors else None)
+
+
+def grade_key(set_row_key: str, model: str, solver: str) -> str:
+    """The key of ``solver``'s grade on a task whose set row has ``set_row_key``: that task,
+    the solver's own code and the grader's."""
+    return key_of(set_row_key, solver, _code(model, (f"bugzoo.teach.tasks.solvers:{solver}",
+                                                     GRADE)))
 
 
 @cache
 def scenario_part(scenario: str) -> str:
-    """The part of a row's key that ``scenario`` decides: its task scripts, its bug's check and
-    its model's code digest (rendering the scripts is the slow part, so it is done once)."""
-    spec = get_scenario(scenario)
-    check = get_bug(spec.bug).check
-    return key_of(task_scripts(scenario), check.metric, check.direction, code_digest(spec.model))
+    """The part of a row's key that ``scenario`` decides: its task scripts and its bug's check
+    (rendering the scripts is the slow part, so it is done once)."""
+    check = get_bug(get_scenario(scenario).bug).check
+    return key_of(task_scripts(scenario), check.metric, check.direction)
 
 
-def task_key(scenario: str, *parts: object) -> str:
-    """The key of a row about ``scenario``; ``parts`` name what else decided it (the seeds, the
-    set's seed, the solver)."""
-    return key_of(scenario_part(scenario), list(parts))
+def task_key(scenario: str, entries: tuple[str, ...], *parts: object) -> str:
+    """The key of a row about ``scenario`` made by the code at ``entries``; ``parts`` name what
+    else decided it (the seeds, the set's seed)."""
+    model = get_scenario(scenario).model
+    return key_of(scenario_part(scenario), _code(model, entries), list(parts))
+
+
+@cache
+def _code(model: str, entries: tuple[str, ...]) -> str:
+    return code_digest(model, *entries)
 
 
 def keyed_table(path: Path, command: str) -> pd.DataFrame:

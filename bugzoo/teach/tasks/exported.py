@@ -26,7 +26,6 @@ import pandas as pd
 from bugzoo.bugs import get_bug
 from bugzoo.commands import command_line
 from bugzoo.errors import ArgumentParser
-from bugzoo.judge import validity
 from bugzoo.judge.tables import markdown
 from bugzoo.judge.validity import (
     ALPHA,
@@ -37,10 +36,9 @@ from bugzoo.judge.validity import (
     to_power,
     with_q_values,
 )
-from bugzoo.release import file_hash
 from bugzoo.scenarios import get_scenario
 from bugzoo.teach.export import exportable
-from bugzoo.teach.tasks.carry import carried_sentence, keyed_table, standing, task_key
+from bugzoo.teach.tasks.carry import VALIDATE, carried_sentence, keyed_table, standing, task_key
 from bugzoo.teach.tasks.make import empty_folder
 from bugzoo.teach.tasks.runner import trained_runs
 from bugzoo.teach.tasks.script import task_scripts
@@ -48,7 +46,6 @@ from bugzoo.teach.tasks.script import task_scripts
 log = logging.getLogger(__name__)
 
 SEEDS = [int(s) for s in VALIDITY_SEEDS.split(",")]
-TEST_CODE = Path(validity.__file__)  # the catalogue's test, which a pair's key holds too
 
 
 def validate_exports(scenarios: list[str], work: Path) -> pd.DataFrame:
@@ -97,7 +94,7 @@ def tested(pairs: dict[str, dict[str, str]], seeds: list[int], work: Path) -> pd
 
 
 def pair_key(scenario: str) -> str:
-    return task_key(scenario, "validate", SEEDS, file_hash(Path(__file__), TEST_CODE))
+    return task_key(scenario, VALIDATE, SEEDS)
 
 
 def carried_pairs(path: Path, scenarios: list[str]) -> pd.DataFrame:

@@ -37,11 +37,17 @@ from bugzoo.commands import command_line
 from bugzoo.errors import ArgumentParser, UsageError, unknown_choice
 from bugzoo.judge.stats import clopper_pearson
 from bugzoo.judge.tables import markdown
-from bugzoo.release import key_of
 from bugzoo.scenarios import get_scenario
 from bugzoo.teach.export import exportable
 from bugzoo.teach.tasks import health
-from bugzoo.teach.tasks.carry import carried_sentence, keyed_table, standing, task_key
+from bugzoo.teach.tasks.carry import (
+    SET,
+    carried_sentence,
+    grade_key,
+    keyed_table,
+    standing,
+    task_key,
+)
 from bugzoo.teach.tasks.grade import Grade, grade
 from bugzoo.teach.tasks.make import empty_folder, make_task
 from bugzoo.teach.tasks.solvers import SOLVERS, noop
@@ -104,7 +110,7 @@ def build_set(out: Path, scenarios: list[str], seed: int,
 
 
 def set_key(scenario: str, seed: int) -> str:
-    return task_key(scenario, "set", seed)
+    return task_key(scenario, SET, seed)
 
 
 def carried_set_rows(results: Path, scenarios: list[str], seed: int) -> pd.DataFrame:
@@ -149,7 +155,7 @@ def score_solvers(root: Path, solvers: list[str], carried: pd.DataFrame | None =
     rows = []
     for solver in solvers:
         for task_id, scenario, set_row_key in index[["task", "scenario", "key"]].values:
-            row_key = key_of(set_row_key, solver)
+            row_key = grade_key(set_row_key, get_scenario(scenario).model, solver)
             if (old := kept.get((solver, scenario))) is not None and old["key"] == row_key:
                 rows.append({**old, "task": task_id})
                 continue
