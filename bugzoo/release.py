@@ -1,4 +1,5 @@
-"""The benchmark release: ``bugzoo-bench 1.6``, frozen and stamped.
+"""The benchmark release (``bugzoo-bench`` and the package's major.minor version), frozen and
+stamped.
 
 The manifest lists every built-in scenario with the keys (:mod:`bugzoo.provenance`) of what
 decides its runs: its config, its bug's code (less its export deltas, which make scripts, not
@@ -18,12 +19,13 @@ import json
 import sys
 from pathlib import Path
 
+from bugzoo import __version__
 from bugzoo.models import get_model
 from bugzoo.paths import CONF_DIR, SCENARIO_DIR
 from bugzoo.provenance import code_key, data_digest, key_of
 from bugzoo.scenarios import load_scenario
 
-RELEASE = "bugzoo-bench 1.6"
+RELEASE = "bugzoo-bench " + ".".join(__version__.split(".")[:2])
 MANIFEST = Path("results/release.json")
 # where a run starts: the code it reaches is the code every run shares
 RUN_ENTRY = "bugzoo.harness.runner:execute_and_store"

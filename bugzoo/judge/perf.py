@@ -33,7 +33,7 @@ from bugzoo.commands import command_line
 from bugzoo.config import compose_run
 from bugzoo.data.base import forever
 from bugzoo.detector_registry import load_detector, select_detectors
-from bugzoo.errors import ArgumentParser
+from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
 from bugzoo.harness.budget import budget_scope
 from bugzoo.harness.pool import stop_parked_workers
@@ -52,6 +52,7 @@ from bugzoo.harness.sweep import (
 from bugzoo.harness.traceset import stored_runs
 from bugzoo.harness.twin import twin_for
 from bugzoo.harness.watch import Watch, call_all, observer, run_view, watches_for
+from bugzoo.judge.changed_cost import CHECKOUT, changed_cost, checkout_name
 from bugzoo.judge.outcomes import suite_members
 from bugzoo.judge.overfit import overfit_single_batch
 from bugzoo.judge.sealed import sealed_outcomes, sealed_selection
@@ -339,7 +340,8 @@ def write(table: pd.DataFrame, out: Path, name: str, title: str, command: str, n
 def main(argv: list[str]) -> int:
     p = ArgumentParser(prog="bugzoo perf", description=__doc__.splitlines()[0],
                        parents=[sweep_parser()])
-    p.add_argument("what", choices=["baselines", "overhead", "sweep", "profile", "rescore"])
+    p.add_argument("what", choices=["baselines", "overhead", "sweep", "profile", "rescore",
+                                    "changed"])
     p.add_argument("--models", nargs="+", default=list(BUILTIN), metavar="MODEL",
                    help=f"default: all ({', '.join(BUILTIN)})")
     p.add_argument("--detectors", nargs="+", metavar="NAME",
@@ -347,6 +349,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--quick", action="store_true", help="sweep: the --quick sweep's scenarios")
     p.add_argument("--source", default="results/traces", help="rescore: the stored runs "
                    "(a trace set or a sweep folder; default: results/traces)")
+    p.add_argument("--before", type=Path, metavar="CHECKOUT",
+                   help="changed: another checkout (the last release's) measured beside this one")
     p.add_argument("--out", default="results/perf", help="where the tables go "
                    "(default: results/perf)")
     args = p.parse_args(argv)
@@ -368,6 +372,14 @@ def main(argv: list[str]) -> int:
         path = write(rescore(Path(args.source), names, options.workers), out, "rescore",
                      "Rescoring without training", command,
                      RESCORE_NOTE + " Detectors: " + ", ".join(names) + ".")
+    elif args.what == "changed":
+        trees = {"this checkout": CHECKOUT}
+        if args.before is not None:
+            if not (args.before / "bugzoo" / "release.py").is_file():
+                raise UsageError(f"--before {args.before} is not a bugzoo checkout")
+            trees = {f"before ({checkout_name(args.before)})": args.before, **trees}
+        path = write(changed_cost(trees), out, "changed", "What --changed redoes after an edit",
+                     command, CHANGED_NOTE)
     elif args.what == "profile":
         path = write_profile(options.patterns, options.seeds[0], options.workers, args.models,
                              out, command)
@@ -405,6 +417,14 @@ def overhead_detectors() -> list[str]:
     return sorted(select_detectors(["default", "tools"]))
 
 
+CHANGED_NOTE = (
+    "Each edit is made in a scratch copy of the checkout, and every key of the committed "
+    "results is computed there and in an unedited copy: a moved key is a result the "
+    "`--changed` commands make again (`bugzoo traces export --keep-unchanged` for the dev "
+    "runs, `bugzoo validate --changed`, `bugzoo task validate|set|agents --changed`). Seconds "
+    "are estimated from the run times the published dev traces recorded (a validity row: its "
+    "5 buggy and 5 control runs at their scenarios' mean; a health row: 5 runs), on 1 worker; "
+    "the task tables' rows are counted, not timed.")
 OVERHEAD_NOTE = (
     "Step time of each variant relative to the bare loop (no telemetry, no detectors), as "
     "`median_x / mean_x`: the ratio of median step times, then of mean step times (which also "

@@ -50,6 +50,9 @@ NOTES = {
     "perf/sweep.md": "the same sweep on 1 worker and on 2",
     "perf/rescore.md": "the sealed built-ins scored on the stored dev traces, sealed (a "
                        "confined job per run) beside the same in one process",
+    "perf/changed.md": "what the `--changed` commands redo after typical edits (a comment, "
+                       "a docstring, `summarize`, one solver, one detector), before and after "
+                       "results were keyed by the code they reach",
     "perf/suite.md": "README's test command against its 8-minute budget, with a reference run "
                      "that gives the machine's speed that day; `perf/suite.csv` per test file",
     "perf/profile.md": "each phase of a bench's runs, the pool's slots held and idle "
