@@ -379,13 +379,16 @@ def write_tables(table: pd.DataFrame, healthy: pd.DataFrame, out_dir: Path,
         "interval.", "",
         *([f"{carried} of these {len(table) + len(healthy)} rows were carried from the "
            "tables written here before (`--changed`): the code that decides their runs (their "
-           "scenarios' release keys), their seeds and overrides are unchanged.", ""]
+           "scenarios' release keys) and tests them, their seeds and overrides are "
+           "unchanged.", ""]
           if carried else []),
         "Measured with the CPU kernels " + ", ".join(
             f"{kind} ({n} rows)" for kind, n in
             table.get("cpu_kernels", pd.Series(dtype=str)).fillna("unrecorded")
             .value_counts().items()) + " (`cpu_kernels` in the tables): a run is bitwise "
-        "repeatable on one kind of kernel, and rounds differently on another.", "",
+        "repeatable on the machine that made it at most; other kernels round differently, "
+        "and so can another processor with the same kernels (runs record its `cpu_model`).",
+        "",
         f"**{int((default.valid == 'yes').sum())} of {len(default)} default-sweep scenarios "
         "valid.**", "",
         markdown(default[["scenario", "bug", "model", "metric", "direction", "control",
