@@ -32,6 +32,8 @@ VERBS: dict[str, tuple[str, str]] = {
              "--agreement with the full board"),
     "traces": ("bugzoo.harness.traceset:main",
                "export a sweep's observations as a compact trace set (for bugzoo replay)"),
+    "provenance": ("bugzoo.judge.prove:main", "prove a change neutral for stored runs (same "
+                   "traces under both checkouts) and carry them"),
     "tensorboard": ("bugzoo.integrations.tensorboard:main",
                     "write stored runs as TensorBoard logs (trace scalars, alarms as text)"),
     "check": ("bugzoo.judge.conformance:main", "run the conformance suite on one detector"),

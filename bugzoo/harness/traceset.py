@@ -138,6 +138,22 @@ def unchanged_runs(traces: Path, made: set[str]) -> list[StoredRun]:
             and run.summary["key"] == release.scenario_key(run.summary["scenario"])]
 
 
+def _write_table(table: pd.DataFrame, path: Path) -> None:
+    """One table of a trace set: floats byte-split (their exponents compress), the rest
+    dictionary-encoded."""
+    floats = [c for c in table.columns if table[c].dtype.kind == "f"]
+    table.to_parquet(path, **PARQUET, use_byte_stream_split=floats,
+                     use_dictionary=[c for c in table.columns if c not in floats])
+
+
+def rewrite_runs(traces: Path, runs: pd.DataFrame) -> None:
+    """Replace the run table of the trace set ``traces`` with ``runs`` (the same runs, their
+    keys moved), atomically."""
+    tmp = traces / f".{RUNS_FILE}.tmp"
+    _write_table(runs, tmp)
+    tmp.replace(traces / RUNS_FILE)
+
+
 def _place(run: StoredRun) -> tuple[str, str]:
     """Where a sweep folder stores the run (its folders): a trace set keeps that order."""
     control = f".{store.CONTROL_TAG}" if run.summary.get("role") == "control" else ""
@@ -179,10 +195,7 @@ def export(sweep_dir: Path, out: Path, command: str, keep_unchanged: bool = Fals
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-"))
     try:
         for name, table in tables.items():
-            floats = [c for c in table.columns if table[c].dtype.kind == "f"]
-            # floats byte-split (their exponents compress), the rest dictionary-encoded
-            table.to_parquet(tmp / name, **PARQUET, use_byte_stream_split=floats,
-                             use_dictionary=[c for c in table.columns if c not in floats])
+            _write_table(table, tmp / name)
         earlier = [out / store.SWEEP_COMMAND] if kept else []
         lines = [line for path in [*earlier, sweep_dir / store.SWEEP_COMMAND] if path.is_file()
                  for line in path.read_text().splitlines(keepends=True)]
