@@ -24,7 +24,7 @@ def status(role="heuristic", distribution=OWN_DISTRIBUTION, scope="generic"):
 
 def write(root, scenario, seed, alarms, detectors, bug=None, category=None, onset=0,
           loud=False, model="mlp", unproven=False, role=None, release="r1", symptom=None,
-          steps=STEPS):
+          steps=STEPS, key=None):
     """Store one run of ``steps`` steps; a buggy one (``bug``) is buggy unless
     ``role="control"`` (its twin)."""
     trace = pd.DataFrame({"step": range(steps), "loss": 1.0,
@@ -34,6 +34,8 @@ def write(root, scenario, seed, alarms, detectors, bug=None, category=None, onse
                "category": category, "onset": onset if bug else None, "loud": loud,
                "unproven": unproven, "outcome": "completed", "detectors": detectors,
                "release": release, "symptom_value": symptom, "steps_completed": steps}
+    if key is not None:
+        summary["key"] = key
     frame = pd.DataFrame(alarms, columns=store.ALARM_COLUMNS)
     name = store.run_dir(root, "sw", scenario, seed)
     if role == "control":
@@ -213,12 +215,34 @@ def test_suites_take_the_first_alarm_and_call_a_split_diagnosis_ambiguous(tmp_pa
         "suite: built-ins + tools": ["loud", "picky", "quiet", "tool"]}
 
 
-def test_runs_of_two_releases_are_not_scored_together(sweep, capsys):
+def test_one_scenarios_runs_made_by_different_code_are_not_scored_together(sweep, capsys):
+    """A scenario's runs must come from one code (their keys; the release digest for runs
+    stored without keys); other scenarios' runs may come from other code, as a trace set
+    completed release by release holds them."""
     from bugzoo.cli import main
 
     write(sweep.parent, "mlp-clean-lr_x3", 0, [], {"a": status()}, release="r2")
+    assert main(["score", str(sweep)]) == 0  # another scenario, another release: fine
+    capsys.readouterr()
+    write(sweep.parent, "mlp-double_softmax", 1, [], {"a": status(), "b": status()},
+          bug="double_softmax", category="loss", role="control", release="r2")
     assert main(["score", str(sweep)]) == 2
-    assert "runs of different releases" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "runs of mlp-double_softmax" in err and "made by different code" in err
+    assert "release r1, release r2" in err
+
+
+def test_runs_of_one_scenario_with_different_keys_are_not_scored_together(tmp_path, capsys):
+    from bugzoo.errors import UsageError
+    from bugzoo.judge.outcomes import outcomes
+
+    root, watch = tmp_path / "runs", {"a": status()}
+    for seed, key in enumerate(["k1", "k1"]):
+        write(root, "mlp-clean-lr_x3", seed, [], watch, key=key)
+    assert len(outcomes(root / "sw")) == 2
+    write(root, "mlp-clean-lr_x3", 2, [], watch, key="k2")
+    with pytest.raises(UsageError, match="made by different code \\(k1, k2\\)"):
+        outcomes(root / "sw")
 
 
 def test_unproven_scenarios_show_their_paired_effect(tmp_path):
