@@ -10,7 +10,7 @@ import pytest
 from conftest import named
 
 from bugzoo import versions
-from bugzoo.bugs import flat_id, list_bugs
+from bugzoo.bugs import list_bugs
 from bugzoo.cli import main
 from bugzoo.harness import store
 from bugzoo.teach.report import build
@@ -50,7 +50,8 @@ def test_pages_hold_the_catalogue(results):
     index = build(results, results / "report", results / "runs" / "bench")
     text = index.read_text()
     bugs = list_bugs()
-    assert text.count("class=bug ") == len(bugs) and text.count("class=card ") == len(bugs)
+    assert text.count("class=bug ") == len(bugs) and "href='cards.html'" in text
+    assert (results / "report" / "cards.html").read_text().count("class=card ") == len(bugs)
     assert "http://" not in text and "https://" not in text  # no CDN, no network
     assert f"Made with {versions()}" in text
     assert "<h2>Leaderboard</h2>" in text and "loss_plateau" in text
@@ -112,13 +113,13 @@ def test_browser_filters_and_reveal(results, tmp_path):
         Select(driver.find_element(By.ID, "model")).select_by_index(0)
         assert len(visible("#catalogue .bug")) == everything
 
-        driver.find_element(By.ID, "mode-cards").click()
-        assert not visible("#catalogue .bug")
-        card = visible("#cards .card")[0]
+        driver.find_element(By.ID, "cards").click()
+        card = visible(".card")[0]
         answer = card.find_element(By.CSS_SELECTOR, ".answer")
-        assert not answer.is_displayed()
+        assert not answer.is_displayed() and not answer.text
         card.find_element(By.CSS_SELECTOR, "button.reveal").click()
-        assert answer.is_displayed() and list_bugs()[0].id in answer.text
+        assert answer.is_displayed()
+        assert any(f"{b.id}: {b.title}" in answer.text for b in list_bugs())
         driver.save_screenshot(str(tmp_path / "screenshot.png"))
         assert (tmp_path / "screenshot.png").stat().st_size > 1000
 
@@ -132,27 +133,40 @@ def test_browser_filters_and_reveal(results, tmp_path):
 
 
 def test_cards_do_not_give_the_answer_away(tmp_path):
-    """Until revealed, a card shows the symptom in a practitioner's words, the curves under a
-    neutral name and, on request, the BUGGY code without its comments ("# no zero_grad()" names
-    the bug): none of the bug's id, file, title or card text."""
-    from bugzoo.teach.report import card_curves, index_page
+    """Before a card is revealed, its page holds no bug's id, file or title, no figure of
+    ``results/curves/`` (which are titled with them), and no comment of the buggy code ("# no
+    zero_grad()" names the bug); revealing decodes each card's own answer. The order is drawn
+    from the seed, not the catalogue's."""
+    import base64
+    import hashlib
+    import re
+
+    from bugzoo.teach.cards import cards_page
 
     bugs = list_bugs()
     assert sum("#" in b.buggy for b in bugs) > 10  # the comments this test is about
-    curves = card_curves(bugs, ROOT / "results", tmp_path)
-    drawn = {b.id for b in bugs if (ROOT / "results" / "curves" / f"{flat_id(b.id)}.png").is_file()}
-    assert set(curves) == drawn and len(drawn) > len(bugs) - 3  # a CUDA-only bug has none
-    assert all((tmp_path / path).is_file() for path in curves.values())
-    html = index_page(bugs, "", curves)
+    text = cards_page(bugs, tmp_path / "no-results", tmp_path / "all", seed=0)
+    asked = re.sub(r"data-answer='[^']*'", "", text)
     for b in bugs:
-        card = html.split(f"<b>{b.id}</b>: ")[0].rsplit("class=card ", 1)[1]
-        asked = card.split("<div class='answer hidden'>")[0]
         assert not (found := named(asked, b.id)), (b.id, found)
-        if b.id in curves:
-            assert card.index("<img") < card.index("<details>"), "curves first, code on request"
-        shown = card.split("<pre>")[1].split("</pre>")[0]
-        assert "#" not in shown, b.id
-        assert shown.strip(), b.id
+        assert b.title.lower() not in asked.lower(), b.id
+    answers = [base64.b64decode(a).decode() for a in re.findall(r"data-answer='([^']*)'", text)]
+    order = [next(b.id for b in bugs if f"<b>{b.id}</b>:" in a) for a in answers]
+    assert sorted(order) == sorted(b.id for b in bugs) and order != sorted(order)
+    assert order != [next(b.id for b in bugs if f"<b>{b.id}</b>:" in base64.b64decode(a).decode())
+                     for a in re.findall(r"data-answer='([^']*)'",
+                                         cards_page(bugs, tmp_path / "none", tmp_path / "b", 1))]
+    for shown in re.findall(r"<pre>(.*?)</pre>", asked, re.S):
+        assert "#" not in shown and shown.strip()
+
+    drawn = [b for b in bugs if b.id in ("double_softmax", "linear_in_features_wrong",
+                                         "missing_zero_grad")]
+    cards = cards_page(drawn, ROOT / "results", tmp_path / "drawn", seed=0)
+    figures = sorted((tmp_path / "drawn" / "cards").glob("*.png"))
+    assert len(figures) == len(drawn) == cards.count("<img")
+    published = {hashlib.sha256(p.read_bytes()).digest()
+                 for p in (ROOT / "results" / "curves").glob("*.png")}
+    assert not published & {hashlib.sha256(p.read_bytes()).digest() for p in figures}
 
 
 def test_bug_pages_fall_back_to_the_published_per_bug_table(results):

@@ -1,8 +1,8 @@
 """``bugzoo report``: a static HTML catalogue of the bugs under ``results/report/``.
 
-``index.html`` lists every bug (filter by category and model, client-side), shows the
-leaderboard when one was published, and has a spot-the-bug card mode whose answers stay hidden
-until revealed. ``bugs/<id>.html`` holds one bug's curves, snippets, symptom, validity
+``index.html`` lists every bug (filter by category and model, client-side) and shows the
+leaderboard when one was published; ``cards.html`` holds the spot-the-bug cards
+(:mod:`bugzoo.teach.cards`), whose page names no answer until a card is revealed. ``bugs/<id>.html`` holds one bug's curves, snippets, symptom, validity
 statistics and the detectors that caught it. Everything is inline: no CDN, no network.
 Missing inputs (curves, validity.csv, a scored sweep, the leaderboard) are left out.
 """
@@ -22,7 +22,9 @@ from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
 from bugzoo.judge.outcomes import outcomes
 from bugzoo.judge.scoring import bug_board
-from bugzoo.teach.catalogue import checked_as, observed
+from bugzoo.teach.cards import SCRIPT as CARDS_SCRIPT
+from bugzoo.teach.cards import cards_page
+from bugzoo.teach.catalogue import checked_as
 
 log = logging.getLogger(__name__)
 
@@ -48,14 +50,6 @@ function applyFilters() {
     if (ok && el.classList.contains('bug')) { shown += 1; }
   });
   document.getElementById('count').textContent = shown;
-}
-function setMode(mode) {
-  document.getElementById('catalogue').classList.toggle('hidden', mode !== 'catalogue');
-  document.getElementById('cards').classList.toggle('hidden', mode !== 'cards');
-}
-function reveal(button) {
-  button.parentElement.querySelector('.answer').classList.remove('hidden');
-  button.classList.add('hidden');
 }
 document.getElementById('category').addEventListener('change', applyFilters);
 document.getElementById('model').addEventListener('change', applyFilters);
@@ -113,24 +107,8 @@ def bug_page(bug: Bug, curves: Path | None, validity: pd.DataFrame, caught: pd.D
     return page(f"bugzoo: {bug.id}", "".join(parts))
 
 
-def card_curves(bugs: list[Bug], results: Path, out: Path) -> dict[str, str]:
-    """Each bug's committed symptom curves, copied for the cards under a name that does not
-    name the bug (``cards/<n>.png``); bug id -> path relative to the index."""
-    shown = {}
-    for n, bug in enumerate(bugs, 1):
-        png = results / "curves" / f"{flat_id(bug.id)}.png"
-        if png.is_file():
-            (out / "cards").mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(png, out / "cards" / f"{n}.png")
-            shown[bug.id] = f"cards/{n}.png"
-    return shown
-
-
-def index_page(bugs: list[Bug], leaderboard: str, curves: dict[str, str] | None = None) -> str:
-    """The catalogue and its spot-the-bug cards. A card shows what was observed: the symptom in
-    a practitioner's words, then the curves; the code is a click away, and the answer (bug,
-    its own description, the fix) another."""
-    curves = curves or {}
+def index_page(bugs: list[Bug], leaderboard: str) -> str:
+    """The catalogue, filterable, with the leaderboard and a link to the cards."""
     options = lambda values: "".join(f"<option>{esc(v)}</option>" for v in values)  # noqa: E731
     attrs = lambda b: (f"data-category='{esc(b.category)}' "  # noqa: E731
                        f"data-models='{esc(' '.join(b.models))}'")
@@ -138,28 +116,15 @@ def index_page(bugs: list[Bug], leaderboard: str, curves: dict[str, str] | None 
         f"<div class=bug {attrs(b)}><a href='bugs/{esc(flat_id(b.id))}.html'><b>{esc(b.id)}</b></a> "
         f"<span class=tag>{esc(b.category)}</span>{esc(b.title)}<br><small>"
         f"{esc(b.symptom)}</small></div>" for b in bugs)
-    cards = "".join(
-        f"<div class=card {attrs(b)}><p><b>Observed:</b> {esc(observed(b))}</p>"
-        + (f"<p><img src='{esc(curves[b.id])}' alt='curves of a run that went wrong' "
-           "style='max-width:100%'></p>" if b.id in curves else "")
-        + "<details><summary>show the code</summary><p>What is wrong in this code?</p>"
-        f"<pre>{esc(b.buggy_puzzle)}</pre></details>"
-        f"<button class=reveal onclick='reveal(this)'>Reveal</button>"
-        f"<div class='answer hidden'><p><b>{esc(b.id)}</b>: {esc(b.title)}</p>"
-        f"<p>{esc(b.symptom)}</p>"
-        f"<div class=fixed><pre>{esc(b.fixed)}</pre></div><p>{esc(b.explanation)}</p></div>"
-        "</div>" for b in bugs)
     body = (
         "<h1>bugzoo: planted PyTorch training bugs</h1>"
         "<p>Filter: <select id=category><option value=''>all categories</option>"
         f"{options(c for c in CATEGORIES if any(b.category == c for b in bugs))}</select> "
         f"<select id=model><option value=''>all models</option>{options(ALL_MODELS)}</select> "
-        "<span id=count></span> bugs shown. Mode: "
-        "<button id=mode-catalogue onclick=\"setMode('catalogue')\">catalogue</button> "
-        "<button id=mode-cards onclick=\"setMode('cards')\">spot the bug</button></p>"
+        "<span id=count></span> bugs shown. <a id=cards href='cards.html'>Spot the bug</a>: "
+        "cards that show a symptom and hide the answer.</p>"
         f"<div id=catalogue>{entries}{leaderboard}</div>"
-        f"<p><small>Made with {esc(versions())}; {esc(release.stamp())}.</small></p>"
-        f"<div id=cards class=hidden><h2>Spot the bug</h2>{cards}</div>")
+        f"<p><small>Made with {esc(versions())}; {esc(release.stamp())}.</small></p>")
     return page("bugzoo catalogue", body, SCRIPT)
 
 
@@ -201,8 +166,8 @@ def leaderboard_html(results: Path, out: Path) -> str:
     return "".join(parts) if len(parts) > 1 else ""
 
 
-def build(results: Path, out: Path, sweep_dir: Path | None) -> Path:
-    """Write the catalogue; returns the index path."""
+def build(results: Path, out: Path, sweep_dir: Path | None, seed: int = 0) -> Path:
+    """Write the catalogue and the cards (shuffled with ``seed``); returns the index path."""
     bugs = list_bugs()
     try:
         (out / "bugs").mkdir(parents=True, exist_ok=True)
@@ -219,8 +184,9 @@ def build(results: Path, out: Path, sweep_dir: Path | None) -> Path:
         (out / "bugs" / f"{flat_id(bug.id)}.html").write_text(
             bug_page(bug, png if png.is_file() else None, validity, caught))
     index = out / "index.html"
-    index.write_text(index_page(bugs, leaderboard_html(results, out),
-                                card_curves(bugs, results, out)))
+    index.write_text(index_page(bugs, leaderboard_html(results, out)))
+    (out / "cards.html").write_text(page("bugzoo: spot the bug",
+                                         cards_page(bugs, results, out, seed), CARDS_SCRIPT))
     return index
 
 
@@ -232,6 +198,7 @@ def main(argv: list[str]) -> int:
                    help="a scored sweep: which detectors catch each bug (default: "
                    "results/runs/bench when it is there)")
     p.add_argument("--out", type=Path, default=None, help="default: <results>/report")
+    p.add_argument("--seed", type=int, default=0, help="the cards' order and which run is A")
     args = p.parse_args(argv)
     if not args.results.is_dir():
         raise UsageError(f"no results folder {args.results}")
@@ -239,6 +206,6 @@ def main(argv: list[str]) -> int:
         raise UsageError(f"no sweep folder {args.sweep}")
     default = Path("results/runs/bench")
     index = build(args.results, args.out or args.results / "report",
-                  args.sweep or (default if default.is_dir() else None))
+                  args.sweep or (default if default.is_dir() else None), args.seed)
     print(f"wrote {index} (open it in a browser)")
     return 0
