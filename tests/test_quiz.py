@@ -63,7 +63,7 @@ def test_no_question_names_its_bug(monkeypatch, capsys):
     first = runs[runs.seed == 0]
     published = [s for s in candidate_scenarios(None, None) if s.id in set(first.scenario)]
     assert len(published) >= 20
-    asked_about = []
+    asked_about, shown = [], []
 
     def published_runs(scenario, *_) -> QuestionRuns:
         asked_about.append(scenario.bug)
@@ -72,15 +72,19 @@ def test_no_question_names_its_bug(monkeypatch, capsys):
         (buggy, clean), (buggy_summary, clean_summary) = zip(
             *((traces[traces.run == i], first.loc[i].dropna().to_dict()) for i in pair),
             strict=True)
-        return QuestionRuns(buggy, clean, buggy_summary, clean_summary)
+        shown.append(QuestionRuns(buggy, clean, buggy_summary, clean_summary))
+        return shown[-1]
 
     monkeypatch.setattr(quiz_module, "question_runs", published_runs)
     monkeypatch.setattr(quiz_module, "candidate_scenarios", lambda *_: published)
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
     quiz_module.quiz(len(published), 0, None, None, ROOT, ROOT, 10, None)
     questions = capsys.readouterr().out.split("=== Question")[1:]
-    assert len(questions) == len(asked_about) == len(published)
-    leaks = {bug: found for bug, text in zip(asked_about, questions, strict=True)
+    assert len(asked_about) == len(published)  # each drawn, and each asked where it shows
+    showing = [bug for bug, runs in zip(asked_about, shown, strict=True)
+               if quiz_module.shows_symptom(get_bug(bug), runs)]
+    assert len(questions) == len(showing) >= 20
+    leaks = {bug: found for bug, text in zip(showing, questions, strict=True)
              if (found := named(text.split("Which bug is it?")[0], bug))}
     assert not leaks, leaks
 
@@ -124,3 +128,34 @@ def test_a_mistyped_answer_is_asked_again(monkeypatch, capsys):
     assert capsys.readouterr().out.count("please answer with one letter: A, B, C, D") == 3
     monkeypatch.setattr("sys.stdin", io.StringIO("E\n"))
     assert ask("Your answer (A-D): ") == ""  # then the end of input: no answer
+
+
+def test_a_question_is_asked_only_where_its_own_runs_show_its_symptom():
+    """A symptom row that points the other way from the check (a gap lower than clean for a
+    check that says "higher"), or an event the buggy run did not have, is no question."""
+    from bugzoo.teach.quiz import shows_symptom
+
+    def runs(buggy: dict, clean: dict) -> QuestionRuns:
+        return QuestionRuns(pd.DataFrame(), pd.DataFrame(), buggy, clean)
+
+    higher, event = get_bug("double_softmax"), get_bug("lr_too_high")
+    metric = higher.check.metric
+    assert higher.check.direction == "higher" and event.check.direction == "event"
+    assert shows_symptom(higher, runs({metric: 2.0}, {metric: 1.0}))
+    assert not shows_symptom(higher, runs({metric: 0.5}, {metric: 1.0}))
+    assert shows_symptom(higher, runs({metric: float("nan")}, {metric: 1.0}))
+    assert not shows_symptom(higher, runs({}, {metric: 1.0}))
+    assert shows_symptom(event, runs({"nonfinite": True}, {"nonfinite": False}))
+    assert not shows_symptom(event, runs({"nonfinite": False}, {"nonfinite": False}))
+
+
+def test_questions_come_from_proven_scenarios_only():
+    from bugzoo.teach.quiz import proven_scenarios
+
+    proven = proven_scenarios(ROOT / "results" / "validity.csv")
+    table = pd.read_csv(ROOT / "results" / "validity.csv")
+    unproven = set(table.loc[table["unproven"].notna() | ~table["valid"], "scenario"])
+    assert unproven and proven and not unproven & proven
+    chosen = {s.id for s in candidate_scenarios(None, None, proven)}
+    assert chosen and chosen <= proven
+    assert {s.id for s in candidate_scenarios(None, None)} & unproven  # what it leaves out

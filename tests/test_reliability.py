@@ -359,6 +359,9 @@ def test_a_variable_a_library_sets_to_its_own_default_keeps_the_fork_server(monk
     another server; another value does, as any other variable would."""
     from torch._inductor.runtime.cache_dir_utils import default_cache_dir
 
+    # from unset: a machine (a CI runner) may have either set already, to any value
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    monkeypatch.delenv("KMP_INIT_AT_FORK", raising=False)
     before = processes.environment_key()
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", os.path.abspath(default_cache_dir()))
     monkeypatch.setenv("KMP_INIT_AT_FORK", "FALSE")

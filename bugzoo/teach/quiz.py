@@ -1,6 +1,8 @@
 """``bugzoo quiz``: spot-the-bug questions in the terminal, from real runs' symptoms.
 
-Each question shows a buggy run next to its clean control (sparklines, summary numbers and an
+Questions are drawn from the scenarios ``results/validity.csv`` proves (valid, not marked
+unproven), and a question is asked only when its own runs show the symptom its check names,
+in the check's direction. Each question shows a buggy run next to its clean control (sparklines, summary numbers and an
 anonymous PNG of the curves) without naming the bug, offers four bugs to choose from, then
 reveals the bug's card: BUGGY and FIXED code and the explanation. Answers are read from stdin
 line by line (a letter A-D), so a quiz can be scripted. Runs come from ``bugzoo validate``'s
@@ -50,14 +52,25 @@ class QuestionRuns:
     clean_summary: dict
 
 
-def candidate_scenarios(category: str | None, model: str | None) -> list[Scenario]:
+def proven_scenarios(validity: Path) -> set[str] | None:
+    """The scenarios the validity table at ``validity`` proves; None where there is none."""
+    if not validity.is_file():
+        return None
+    table = pd.read_csv(validity, dtype={"unproven": str}, keep_default_na=False)
+    return set(table.loc[table["valid"].astype(str).eq("True") & table["unproven"].eq(""),
+                         "scenario"])
+
+
+def candidate_scenarios(category: str | None, model: str | None,
+                        proven: set[str] | None = None) -> list[Scenario]:
     """Buggy scenarios a question can be about, matching the filters: quick in-process runs on
     the CPU whose symptom one buggy run beside one clean run can show (not a symptom that two
-    runs of one seed disagree). Scenarios left out are left out quietly: the quiz prints only
-    its questions."""
+    runs of one seed disagree), among ``proven`` where it is given. Scenarios left out are
+    left out quietly: the quiz prints only its questions."""
     chosen = []
     for s in list_scenarios():
-        if s.clean or s.isolate or s.skip_reason("cpu"):
+        if s.clean or s.isolate or s.skip_reason("cpu") or (proven is not None
+                                                            and s.id not in proven):
             continue
         bug = get_bug(s.bug)
         if bug.check.direction == "varies":
@@ -111,6 +124,23 @@ def question_runs(scenario: Scenario, stored: Path, cache: Path, steps: int) -> 
         if buggy_summary and clean_summary:
             return QuestionRuns(buggy, clean, buggy_summary, clean_summary)
     raise UsageError(f"could not produce runs of scenario '{scenario.id}'")
+
+
+def shows_symptom(bug: Bug, s: QuestionRuns) -> bool:
+    """Whether the question's own runs show the bug's symptom: its check's metric, buggy
+    against clean, in the check's direction (an event: in the buggy run and not the clean)."""
+    buggy, clean = (summary.get(bug.check.metric) for summary in (s.buggy_summary,
+                                                                   s.clean_summary))
+    if bug.check.direction == "event":
+        return bool(buggy) and not clean
+    if buggy is None or clean is None:
+        return False
+    buggy, clean = float(buggy), float(clean)
+    if not math.isfinite(clean):
+        return False
+    if not math.isfinite(buggy):  # a run that diverged is worse whichever way is worse
+        return True
+    return buggy > clean if bug.check.direction == "higher" else buggy < clean
 
 
 def sparkline(values: list[float], lo: float, hi: float, width: int = 40) -> str:
@@ -213,19 +243,25 @@ def ask(prompt: str, choices: str = LETTERS) -> str:
 
 
 def quiz(n: int, seed: int, category: str | None, model: str | None, stored: Path,
-         cache: Path, steps: int, png_dir: Path | None) -> tuple[int, int]:
+         cache: Path, steps: int, png_dir: Path | None, proven: set[str] | None = None
+         ) -> tuple[int, int]:
     """Run the quiz; returns (score, questions asked)."""
-    candidates = candidate_scenarios(category, model)
+    candidates = candidate_scenarios(category, model, proven)
     if not candidates:
-        raise UsageError("no scenario matches these filters")
+        raise UsageError("no proven scenario matches these filters")
     rng = random.Random(seed)
-    chosen = rng.sample(candidates, min(n, len(candidates)))
+    chosen = []  # the first n drawn whose runs show their symptom, passed over quietly
+    for scenario in rng.sample(candidates, len(candidates)):
+        s = question_runs(scenario, stored, cache, steps)
+        if shows_symptom(get_bug(scenario.bug), s):
+            chosen.append((scenario, s))
+        if len(chosen) == n:
+            break
     score = 0
-    for number, scenario in enumerate(chosen, 1):
+    for number, (scenario, s) in enumerate(chosen, 1):
         bug = get_bug(scenario.bug)
         options = [bug, *distractors(bug, scenario.model, rng)]
         rng.shuffle(options)
-        s = question_runs(scenario, stored, cache, steps)
         print(f"\n=== Question {number}/{len(chosen)}: a {scenario.model} run went wrong "
               f"({s.buggy_summary.get('steps', '?')} steps, {s.buggy_summary.get('outcome')}) ===")
         print(describe(s, bug.check.metric))
@@ -260,6 +296,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--cache", type=Path, default=Path("results/runs/quiz"),
                    help="where missing runs are made and kept")
     p.add_argument("--steps", type=int, default=100, help="steps of runs made for the quiz")
+    p.add_argument("--validity", type=Path, default=Path("results/validity.csv"),
+                   help="the table whose proven scenarios questions are drawn from")
     p.add_argument("--png", type=Path, default=Path("results/runs/quiz/figures"),
                    help="folder for the question figures")
     p.add_argument("--no-png", action="store_true", help="no figures, text only")
@@ -272,6 +310,10 @@ def main(argv: list[str]) -> int:
         raise UsageError("-n must be at least 1 and --steps at least 10")
     seed = args.seed if args.seed is not None else random.randrange(10**6)
     print(f"bugzoo quiz (seed {seed}: rerun with --seed {seed} for the same questions)")
+    proven = proven_scenarios(args.validity)
+    if proven is None:
+        log.warning("no %s: questions may be about scenarios whose symptom is not proven",
+                    args.validity)
     quiz(args.n, seed, args.category, args.model, args.runs, args.cache, args.steps,
-         None if args.no_png else args.png)
+         None if args.no_png else args.png, proven)
     return 0
