@@ -8,7 +8,7 @@ The package in layers, each importing only from the layers listed before it:
 * ``bugzoo.harness``: running runs (one in this process, on several ranks, a sweep of many),
   and the results store;
 * ``bugzoo.integrations``: detectors inside the loops users train with (Lightning, Hugging
-  Face, TensorBoard, a live watch);
+  Face, TensorBoard, a live watch, a plain loop watched);
 * ``bugzoo.judge``: judging detectors and the benchmark (``bench``, scoring, validity,
   conformance, curves, perf, the GPU pass);
 * ``bugzoo.teach``: the catalogue, the quiz, the HTML report, exercises, reproducer export;
@@ -66,19 +66,20 @@ _EXPORTS = {
     "Bug": "bugzoo.bugs", "get_bug": "bugzoo.bugs", "list_bugs": "bugzoo.bugs",
     "Alarm": "bugzoo.detector", "Detector": "bugzoo.detector", "RunView": "bugzoo.detector",
     "load_detector": "bugzoo.detector_registry",
-    "Observation": "bugzoo.telemetry",
+    "Observation": "bugzoo.telemetry", "watch": "bugzoo.integrations.loop",
     "get_scenario": "bugzoo.scenarios", "list_scenarios": "bugzoo.scenarios",
     "check_bug": "bugzoo.judge.bugcheck", "check_detector": "bugzoo.judge.conformance",
     "parametrize_with_checks": "bugzoo.judge.conformance",
 }
 __all__ = ["Alarm", "Bug", "Detector", "Observation", "RunView", "check_bug", "check_detector",
            "get_bug", "get_scenario", "list_bugs", "list_scenarios", "load_detector",
-           "parametrize_with_checks", "versions"]
+           "parametrize_with_checks", "versions", "watch"]
 
 if TYPE_CHECKING:
     from bugzoo.bugs import Bug, get_bug, list_bugs
     from bugzoo.detector import Alarm, Detector, RunView
     from bugzoo.detector_registry import load_detector
+    from bugzoo.integrations.loop import watch
     from bugzoo.judge.bugcheck import check_bug
     from bugzoo.judge.conformance import check_detector, parametrize_with_checks
     from bugzoo.scenarios import get_scenario, list_scenarios

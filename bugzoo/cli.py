@@ -34,6 +34,10 @@ VERBS: dict[str, tuple[str, str]] = {
                "export a sweep's observations as a compact trace set (for bugzoo replay)"),
     "provenance": ("bugzoo.judge.prove:main", "prove a change neutral for stored runs (same "
                    "traces under both checkouts) and carry them"),
+    "watch": ("bugzoo.integrations.watch_command:main", "watch a plain PyTorch script's "
+              "training with the sealed detectors, no code change: -- python train.py"),
+    "check-trace": ("bugzoo.integrations.watch_command:check_trace_main",
+                    "rescore a saved trace (bugzoo watch's, or a stored run's)"),
     "tensorboard": ("bugzoo.integrations.tensorboard:main",
                     "write stored runs as TensorBoard logs (trace scalars, alarms as text)"),
     "check": ("bugzoo.judge.conformance:main", "run the conformance suite on one detector"),
