@@ -112,6 +112,10 @@ FIXED = [
     Entry(("validity_exported.md", "validity_exported.csv"), "Exported pairs: each exportable "
           "scenario's buggy script against its fixed twin over 5 seeds, with the catalogue's "
           "test (and its retest over 10 seeds)", "`bugzoo task validate`"),
+    Entry(("watch.md", "watch.csv", "watch_times.csv"), "`bugzoo watch` on scripts bugzoo "
+          "does not run: every valid exported pair's buggy and fixed script, and five clean "
+          "tutorial-style loops, beside the board's rates; the watch's overhead",
+          "`bugzoo task watched`"),
     Entry(("tasks.md", "tasks.csv"), "The find-and-fix task set: every exportable scenario "
           "made a task, and whether the grader tells its buggy script from its fixed one (only "
           "those are tasks); the CSV keeps each row's key for `--changed`",

@@ -1,12 +1,13 @@
-"""``bugzoo task make|grade|set|agents|validate``: find-and-fix tasks, graded by retraining."""
+"""``bugzoo task make|grade|set|agents|validate|harmless|watched``: find-and-fix tasks, graded by retraining."""
 
 from __future__ import annotations
 
 from bugzoo.errors import unknown_choice
-from bugzoo.teach.tasks import exported, grade, harmless, make, taskset
+from bugzoo.teach.tasks import exported, grade, harmless, make, taskset, watched
 
 ACTIONS = {"make": make.main, "grade": grade.main, "set": taskset.set_main,
-           "agents": taskset.agents_main, "validate": exported.main, "harmless": harmless.main}
+           "agents": taskset.agents_main, "validate": exported.main, "harmless": harmless.main,
+           "watched": watched.main}
 USAGE = """usage: bugzoo task ACTION ...
 
   make SCENARIO --out DIR --key KEYDIR   write a task folder and its answer key
@@ -18,6 +19,8 @@ USAGE = """usage: bugzoo task ACTION ...
                                          (results/validity_exported.md)
   harmless                               whether the grader accepts each model's harmless
                                          changes as the same result (results/harmless.md)
+  watched                                bugzoo watch on every valid exported pair and on
+                                         clean loops written outside bugzoo (results/watch.md)
 
 bugzoo task ACTION --help tells more. Every action takes --include DIR (repeatable): scenario
 files from an outside folder."""
