@@ -38,6 +38,7 @@ from bugzoo.integrations.watch_command import run_watched
 from bugzoo.judge.stats import clopper_pearson
 from bugzoo.judge.tables import markdown
 from bugzoo.paths import ROOT
+from bugzoo.scenarios import registry
 from bugzoo.teach.tasks.script import task_scripts
 
 SEED = 11  # the exported pairs were validated on seeds 0-4 (and 0-9)
@@ -94,11 +95,12 @@ def run_script(text: str, name: str, watched: bool, facts: tuple[int, int] | Non
 def jobs() -> list[dict]:
     """One watched run per script: both scripts of every valid exported pair, every loop."""
     valid = pd.read_csv(ROOT / "results" / "validity_exported.csv")
+    models = {scenario.id: scenario.model for scenario in registry().values()}
     found = []
     for scenario in sorted(valid.loc[valid["valid"], "scenario"]):
         for variant, text in task_scripts(scenario).items():
             found.append({"kind": "exported", "scenario": scenario,
-                          "model": scenario.split("-")[0], "variant": variant, "text": text,
+                          "model": models[scenario], "variant": variant, "text": text,
                           "facts": None})
     for name, facts in LOOP_FACTS.items():
         found.append({"kind": "clean loop", "scenario": name, "model": "", "variant": "clean",
