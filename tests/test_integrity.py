@@ -190,10 +190,12 @@ def test_the_trace_memoriser_wins_on_the_published_dev_traces_only():
     from bugzoo.judge.sealed import sealed_outcomes
 
     traces = Path(__file__).resolve().parents[1] / "results" / "traces"
-    # one seed of the mlp's pairs: every job reads the whole trace set, so all seeds add time
-    # and nothing the claim needs
-    runs = [r for r in stored_runs(traces)
-            if r.summary["model"] == "mlp" and r.summary["seed"] == 0]
+    # one seed of a dozen of the mlp's bugs and its clean runs: every job reads the whole trace
+    # set, so more runs add time and nothing the claim needs
+    mlp = [r for r in stored_runs(traces)
+           if r.summary["model"] == "mlp" and r.summary["seed"] == 0]
+    chosen = sorted({r.summary["bug"] for r in mlp if r.summary["bug"]})[:12]
+    runs = [r for r in mlp if not r.summary["bug"] or r.summary["bug"] in chosen]
     board = leaderboard(sealed_outcomes(runs, ["trace_memoriser"], hidden=[]))
     board = board.set_index("detector")
     assert board.loc["trace_memoriser", "score"] > 0.5

@@ -186,7 +186,7 @@ def add_sweep_time(sweep_dir: Path, wall_s: float, runs: int, workers: int) -> N
     ``sweep_time.csv``: a sweep resumed after a stop has one row per command."""
     path = Path(sweep_dir) / SWEEP_TIME
     rows = pd.read_csv(path).to_dict("records") if path.is_file() else []
-    rows.append({"wall_s": round(wall_s, 3), "runs_made": runs, "workers": workers,
+    rows.append({"wall_s": round(wall_s, 1), "runs_made": runs, "workers": workers,
                  "cpus": os.cpu_count()})
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")  # a stop mid-write keeps the old
     pd.DataFrame(rows).to_csv(tmp, index=False)
