@@ -54,6 +54,8 @@ VERBS: dict[str, tuple[str, str]] = {
     "export": ("bugzoo.teach.export:main", "write a standalone buggy.py / fixed.py pair"),
     "coverage": ("bugzoo.teach.coverage:main", "tally the published fault-taxonomy leaves the "
                  "catalogue plants (results/coverage.md)"),
+    "pages": ("bugzoo.judge.quotes:main", "write the figures README and the guides quote "
+              "from results/ (--check: list the stale ones)"),
     "report": ("bugzoo.teach.report:main", "build the static HTML catalogue under results/report"),
     "exercise": ("bugzoo.teach.exercises:main", "guided exercises: plant a NaN, overfit one batch"),
     "interview": ("bugzoo.teach.tasks.interview:main", "a candidate pack of find-and-fix tasks "
