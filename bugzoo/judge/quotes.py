@@ -102,28 +102,20 @@ def _row(table: pd.DataFrame, *index: str) -> pd.Series:
     return indexed.loc[where]
 
 
-@figure
-def board(r: Results, detector: str, key: str) -> str:
-    """A row of the headline leaderboard (``leaderboard.csv``)."""
-    return cell(_row(r.csv("leaderboard.csv"), detector), key)
+# the boards a page quotes a row of: NAME(DETECTOR, KEY)
+BOARDS = {"board": "leaderboard.csv", "visible": "leaderboard_visible.csv",
+          "lite": "lite/leaderboard.csv", "lite_visible": "lite/leaderboard_visible.csv",
+          "gpu_board": "gpu/catalogue_leaderboard.csv"}
 
 
-@figure
-def visible(r: Results, detector: str, key: str) -> str:
-    """A row of the board of bugs visible at setup."""
-    return cell(_row(r.csv("leaderboard_visible.csv"), detector), key)
+def _board_row(file: str) -> Callable[..., str]:
+    def quoted(r: Results, detector: str, key: str) -> str:
+        return cell(_row(r.csv(file), detector), key)
+    quoted.__doc__ = f"A key of a detector's row of ``{file}``."
+    return quoted
 
 
-@figure
-def lite(r: Results, detector: str, key: str) -> str:
-    """A row of the Lite board."""
-    return cell(_row(r.csv("lite/leaderboard.csv"), detector), key)
-
-
-@figure
-def lite_visible(r: Results, detector: str, key: str) -> str:
-    """A row of the Lite board of bugs visible at setup."""
-    return cell(_row(r.csv("lite/leaderboard_visible.csv"), detector), key)
+FIGURES.update({name: _board_row(file) for name, file in BOARDS.items()})
 
 
 @figure
@@ -148,12 +140,6 @@ def out_of_sample_models(r: Results, models: str, column: str) -> str:
     if found is None:
         raise UsageError(f"out_of_sample.md has no row of {SUITE} on {models!r}")
     return dict(zip(("bugs", "pairs", "score"), found.groups(), strict=True))[column].strip()
-
-
-@figure
-def gpu_board(r: Results, detector: str, key: str) -> str:
-    """A row of the GPU pass's catalogue board (``gpu/catalogue_leaderboard.csv``)."""
-    return cell(_row(r.csv("gpu/catalogue_leaderboard.csv"), detector), key)
 
 
 @figure
