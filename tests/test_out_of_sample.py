@@ -95,3 +95,22 @@ def test_the_tuned_on_bugs_are_also_scored_on_the_model_that_joined_later(later_
     assert re.findall(r"^\| (the models they were tuned on|models that joined later \(gpt\)) "
                       r"\| suite: built-ins", section, re.M) == [
         "the models they were tuned on", "models that joined later (gpt)"]
+
+
+def test_a_plugin_bug_is_never_tuned_on_and_a_sweep_of_plugins_alone_has_its_page(
+        monkeypatch, tmp_path):
+    """A plug-in bug that leaves ``since`` at its default is not counted as a bug the
+    detectors were tuned on: a sweep of plug-in bugs alone gets its out-of-sample page."""
+    plugins = {"double_softmax", "missing_zero_grad"}
+    monkeypatch.setattr(oos, "builtin_ids", lambda: ())  # every bug of this sweep from outside
+    table = pd.read_parquet(RESULTS / "outcomes.parquet")
+    table = table[table["detector"].isin(["loss_plateau", "nonfinite", "always_alarm"])
+                  & (table["bug"].isin(plugins) | (table["run_role"] == "clean"))]
+    assert {get_bug(b).since for b in plugins} == {"1.0"}  # what a plug-in's default says
+    assert set(oos.releases(table).values()) == {oos.PLUGIN} and oos.has_unseen_bugs(table)
+    oos.write_out_of_sample(table, tmp_path, "bugzoo score x --publish", "stamp")
+    boards = pd.read_csv(tmp_path / oos.OUT_OF_SAMPLE_TABLE).set_index(["bug_set", "detector"])
+    assert boards.loc[("unseen", "suite: built-ins"), "bugs"] == 2
+    assert boards.loc[("tuned-on", "suite: built-ins"), "bugs"] == 0
+    assert "the bugs from outside the catalogue (plug-ins) were planted afterwards" in (
+        tmp_path / oos.OUT_OF_SAMPLE_FILE).read_text()

@@ -333,3 +333,38 @@ def test_a_symptom_value_is_a_number_whatever_run_comes_first(tmp_path):
         pd.Series(dtype=float))]
     assert [r["symptom_value"] for r in rows] == [1.0, 2.37, None]
     pd.DataFrame(rows).to_parquet(tmp_path / "outcomes.parquet")  # one type: it writes
+
+
+def test_publish_writes_where_it_is_told(sweep, tmp_path, monkeypatch):
+    from bugzoo.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    target = tmp_path / "elsewhere" / "board"
+    assert main(["score", str(sweep), "--publish", str(target)]) == 0
+    assert f"--publish {target}" in (target / "leaderboard.md").read_text()
+    assert (target / "outcomes.parquet").is_file() and not (tmp_path / "results").exists()
+    (tmp_path / "a_file").write_text("kept")
+    assert main(["score", str(sweep), "--publish", str(tmp_path / "a_file")]) == 2
+    assert (tmp_path / "a_file").read_text() == "kept"
+
+
+def test_an_unproven_mark_takes_effect_when_a_sweep_is_scored_again(tmp_path, monkeypatch):
+    """Runs record whether their scenario was unproven; a mark added to (or taken off) the
+    scenario file after the sweep wins when the sweep is scored again."""
+    from dataclasses import replace
+
+    from bugzoo.scenarios import get_scenario
+
+    root, watch = tmp_path / "runs", {"d": status()}
+    for role in ("buggy", "control"):
+        write(root, "mlp-double_softmax", 0, [], watch, bug="double_softmax", category="loss",
+              role=role, unproven=True)  # recorded so, and since taken off the file
+    marked = replace(get_scenario("mlp-double_softmax"), unproven="measured: no effect")
+    outcomes._marked_unproven.cache_clear()
+    assert not outcomes.outcomes(root / "sw")["unproven"].any()  # the file as it is today
+    monkeypatch.setattr(outcomes, "get_scenario", lambda scenario: marked)
+    outcomes._marked_unproven.cache_clear()
+    try:
+        assert outcomes.outcomes(root / "sw")["unproven"].all()
+    finally:
+        outcomes._marked_unproven.cache_clear()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bugzoo.bugs import get_bug
+from bugzoo.bugs import builtin_ids, get_bug
 from bugzoo.errors import UsageError
 from bugzoo.judge.figures import out_of_sample_figure
 from bugzoo.judge.outcomes import with_suites
@@ -24,6 +24,7 @@ from bugzoo.judge.stats import clopper_pearson
 from bugzoo.judge.tables import markdown
 
 TUNED_ON = "1.0"  # the release whose bugs the built-in detectors were developed and tuned on
+PLUGIN = "plug-in"  # what a bug from outside the catalogue joined: never a release tuned on
 OUT_OF_SAMPLE_FILE = "out_of_sample.md"
 OUT_OF_SAMPLE_FIGURE = "out_of_sample.png"
 OUT_OF_SAMPLE_TABLE = "out_of_sample.csv"  # both boards, a row per detector and set of bugs
@@ -42,13 +43,17 @@ def detectors_digest(folder: Path = DETECTORS_DIR) -> str:
 
 
 def releases(table: pd.DataFrame) -> dict[str, str | None]:
-    """The release each bug of the sweep joined (None for a bug not installed here)."""
-    joined = {}
+    """The release each bug of the sweep joined: :data:`PLUGIN` for a bug from outside the
+    catalogue, whatever its ``since`` says (the detectors were never tuned on it); None for a
+    bug not installed here."""
+    joined, catalogue = {}, set(builtin_ids())
     for bug in table["bug"].dropna().unique():
         try:
-            joined[bug] = get_bug(bug).since
+            since = get_bug(bug).since
         except UsageError:  # a plug-in's bug from another machine: neither side
             joined[bug] = None
+            continue
+        joined[bug] = since if bug in catalogue else PLUGIN
     return joined
 
 
@@ -171,12 +176,16 @@ def out_of_sample_page(table: pd.DataFrame, command: str, stamp: str,
     if per_release is None:
         per_release = {release: leaderboard(r) for release, r in by_joined(unseen).items()}
     joined = sorted(set(releases(unseen).values()))
+    later = [release for release in joined if release != PLUGIN]
+    afterwards = " and ".join(
+        ([f"the bugs that joined in {', '.join(later)}"] if later else [])
+        + (["the bugs from outside the catalogue (plug-ins)"] if PLUGIN in joined else []))
     suite = board_unseen.set_index("detector").loc["suite: built-ins"]
     lines = [
         "# Out of sample: the built-in detectors on bugs they have never seen", "",
         f"Regenerate with `{command}`. {stamp}. The built-in detectors were developed and "
-        f"tuned while the catalogue held the bugs of bugzoo-bench {TUNED_ON}; the bugs that "
-        f"joined in {', '.join(joined)} were planted afterwards, and this table scores the "
+        f"tuned while the catalogue held the bugs of bugzoo-bench {TUNED_ON}; {afterwards} "
+        "were planted afterwards, and this table scores the "
         "detectors on them exactly as they were (detectors' code digest "
         f"`{detectors_digest()}`). Same sweep, same paired rules as the leaderboard: each buggy "
         "run against its disarmed twin, the score macro-averaged over bugs, intervals over "

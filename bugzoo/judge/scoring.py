@@ -62,6 +62,7 @@ log = logging.getLogger(__name__)
 HEALTHY_LIMIT = 0.05  # a healthy false-alarm rate above this is flagged on the board
 HONEYPOT_FLAG = "scores on honeypots"
 OVERHEAD_FILE = "overhead.csv"
+PUBLISH_HERE = ""  # ``--publish`` with no folder: results/ (results/lite/ for a Lite sweep)
 PUBLISHED_OUTCOMES = "outcomes.parquet"  # the published board's input, one row per run and detector
 
 
@@ -602,8 +603,9 @@ def main(argv: list[str]) -> int:
     p = ArgumentParser(prog="bugzoo score",
                        description="Recompute the leaderboard of a stored sweep.")
     p.add_argument("sweep_dir", help="a sweep folder, e.g. results/runs/bench")
-    p.add_argument("--publish", action="store_true",
-                   help="also write the tables into results/ (a Lite sweep's into results/lite/)")
+    p.add_argument("--publish", nargs="?", const=PUBLISH_HERE, metavar="DIR",
+                   help="also write the tables into DIR (default: results/, a Lite sweep's "
+                   "results/lite/)")
     p.add_argument("--detectors", nargs="+", metavar="NAME",
                    help="sealed detectors (names or selectors) to score again on the sweep's "
                    "stored traces before the board is made; trains nothing")
@@ -616,11 +618,16 @@ def main(argv: list[str]) -> int:
             raise UsageError(f"no sweep folder {folder}")
     if args.detectors:
         score_sweep_sealed(Path(args.sweep_dir), sealed_selection(args.detectors))
-    command = command_line("score", [args.sweep_dir, *(["--publish"] if args.publish else []),
+    publishing = [] if args.publish is None else ["--publish"] if args.publish == PUBLISH_HERE \
+        else ["--publish", args.publish]
+    command = command_line("score", [args.sweep_dir, *publishing,
                                      *(["--beside", args.beside] if args.beside else [])])
     lite = (store.read_split(Path(args.sweep_dir)) or {}).get("board") == "Lite"
-    publish = Path("results") / ("lite" if lite else "") if args.publish else None
+    publish = None if args.publish is None else Path(args.publish) if args.publish != \
+        PUBLISH_HERE else Path("results") / ("lite" if lite else "")
     if publish is not None:
+        if publish.exists() and not publish.is_dir():
+            raise UsageError(f"--publish {publish} is a file, not a folder")
         publish.mkdir(parents=True, exist_ok=True)
     print(score_sweep(Path(args.sweep_dir), publish, command,
                       Path(args.beside) if args.beside else None))
