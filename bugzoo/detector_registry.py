@@ -7,6 +7,7 @@ built-in is its file in ``detectors/`` plus one line in ``pyproject.toml``. Its 
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import logging
 import typing
@@ -91,8 +92,21 @@ def select_detectors(words: list[str] | None = None) -> list[str]:
                 raise UsageError(f"detector {word} cannot run here: {reason}")
             chosen.append(word)
         else:
-            raise unknown_choice("detector", word, [*installed, *SELECTORS])
+            raise _unknown_word(word, installed)
     return list(dict.fromkeys(chosen))
+
+
+def _unknown_word(word: str, installed: list[str]) -> UsageError:
+    """An error for a word that names no detector and no selector: the nearest of either,
+    and how many detectors ``bugzoo list detectors`` lists (the selectors are not among them)."""
+    selector = difflib.get_close_matches(word, list(SELECTORS), n=1, cutoff=0.6)
+    named = difflib.get_close_matches(word, installed, n=1, cutoff=0.6)
+    if selector and not named:
+        return UsageError(f"unknown detector '{word}'; did you mean the selector "
+                          f"'{selector[0]}'? (selectors: {', '.join(SELECTORS)}; "
+                          f"`bugzoo list detectors` lists all {len(installed)} detectors)")
+    return UsageError(f"{unknown_choice('detector', word, installed)}, or a selector: "
+                      f"{', '.join(SELECTORS)}")
 
 
 def default_detectors() -> list[str]:
@@ -136,6 +150,70 @@ def checked_params(name: str, cls: type[Detector], params: dict) -> dict:
                 UsageError(f"detector {name} takes no parameters, got {key}")
             raise error
         checked[key] = _converted(name, key, value, hints.get(key))
+    return checked
+
+
+# The ranges of bugzoo's own detectors' numbers, kept here while their code is frozen for the
+# out-of-sample board (detectors/ moves with the 2.0 release, when they join their classes as
+# ``parameter_ranges``). By what each number is: a count of steps or checks is at least 1, a
+# share or probability lies in [0, 1], a tolerance or scale is not negative, a "times the
+# baseline" factor is at least 1.
+BUILTIN_RANGES: dict[str, dict[str, tuple[float | None, float | None]]] = {
+    "attention_rows": {"every": (1, None), "tol": (0, None), "eps_units": (0, None)},
+    "below_chance": {"fraction": (0, 1), "learned": (0, 1)},
+    "cockpit": {"window": (1, None), "alpha_max": (0, None), "explode": (1, None),
+                "every": (1, None)},
+    "data_checks": {"overlap": (0, 1), "mean_tol": (0, None), "single_batches": (1, None)},
+    "determinism": {"rel_tol": (0, None)},
+    "fp16_scaling": {"min_scale": (0, None)},
+    "grad_explosion": {"factor": (1, None), "window": (1, None), "warmup": (0, None),
+                       "patience": (1, None)},
+    "grad_vanishing": {"baseline": (1, None), "ratio": (0, 1), "patience": (1, None)},
+    "initial_loss": {"high": (1, None), "low": (0, 1)},
+    "input_bound": {"share": (0, 1), "window": (1, None)},
+    "loss_forensics": {"window": (1, None), "diverge": (1, None), "spike_mads": (0, None),
+                       "spike_ratio": (1, None), "spikes": (1, None), "oscillate": (0, None),
+                       "undo": (0, 1)},
+    "loss_plateau": {"window": (1, None), "min_rel_improvement": (0, 1), "high_frac": (0, 1)},
+    "lr_schedule": {"flat": (1, None), "jump": (1, None), "tail": (0, 1)},
+    "memory_growth": {"window": (1, None), "rising_share": (0, 1), "min_step_kib": (0, None)},
+    "overfit_probe": {"examples": (1, None), "steps": (1, None), "lr": (0, None),
+                      "target": (0, None)},
+    "param_audit": {"frozen_share": (0, 1)},
+    "random_alarm": {"p": (0, 1)},
+    "rank_consistency": {"every": (1, None), "rel_tol": (0, None)},
+    "update_ratio": {"low": (0, None), "high": (0, None), "window": (1, None), "lr_share": (0, 1),
+                     "unlearned": (0, 1)},
+    "watchdog": {"factor": (1, None), "min_gap_s": (0, None), "timeout_s": (0, None),
+                 "poll_s": (0, None)},
+}
+
+
+def parameter_ranges(name: str) -> dict[str, tuple[float | None, float | None]]:
+    """The values each number detector ``name`` takes may have: ``(lowest, highest)``, both
+    inclusive, ``None`` for no bound. A plug-in declares them as its class's
+    ``parameter_ranges``; bugzoo's own are :data:`BUILTIN_RANGES`."""
+    if DETECTORS.is_own(name):
+        return BUILTIN_RANGES.get(name, {})
+    return dict(getattr(detector_class(name), "parameter_ranges", {}))
+
+
+def user_params(name: str, params: dict) -> dict:
+    """``params`` a user gave detector ``name`` (``bugzoo check NAME k=v``, ``bugzoo run
+    detector.NAME.k=v``), checked as :func:`checked_params` does and against the range the
+    detector declares for each (:func:`parameter_ranges`). A value outside is a UsageError,
+    not a detector that never fires."""
+    checked = checked_params(name, detector_class(name), params)
+    for key, value in checked.items():
+        bounds = parameter_ranges(name).get(key)
+        if bounds is None or not isinstance(value, int | float) or isinstance(value, bool):
+            continue
+        low, high = bounds
+        if (low is None or value >= low) and (high is None or value <= high):
+            continue
+        allowed = (f"at least {low}" if high is None else f"at most {high}" if low is None
+                   else f"between {low} and {high}")
+        raise UsageError(f"detector {name}: {key} must be {allowed}, got {value}")
     return checked
 
 

@@ -35,8 +35,8 @@ def test_a_detector_parameter_on_run_needs_no_plus(tmp_path):
 
 
 @pytest.mark.parametrize(("argv", "says"), [
-    (["check", "loss_plateau", "window=-1"], "window must be at least 1, got -1"),
-    (["check", "loss_plateau", "high_frac=1.5"], "high_frac must be between 0 and 1, got 1.5"),
+    (["check", "detector", "loss_plateau", "window=-1"], "window must be at least 1, got -1"),
+    (["check", "detector", "loss_plateau", "high_frac=1.5"], "high_frac must be between 0 and 1, got 1.5"),
     (["run", "scenario=mlp-clean", "detector.loss_plateau.window=0"],
      "window must be at least 1, got 0"),
     (["run", "scenario=mlp-clean", "detector.loss_plateu.window=3"],

@@ -5,6 +5,7 @@ today's."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -17,6 +18,7 @@ from bugzoo.teach.tasks import exported, taskset
 from bugzoo.teach.tasks.carry import grade_key
 from bugzoo.teach.tasks.exported import pair_key
 from bugzoo.teach.tasks.grade import Grade
+from bugzoo.teach.tasks.make import make_task
 from bugzoo.teach.tasks.taskset import set_key
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,7 +88,10 @@ def test_changed_reruns_only_the_rows_whose_key_moved(tmp_path, counted, capsys)
     assert "2 pairs' runs were carried" in (tmp_path / "validity_exported.md").read_text()
     assert "2 rows were carried" in (tmp_path / "tasks.md").read_text()
     assert "2 of the 2 grades were carried" in (tmp_path / "agents.md").read_text()
-    assert not (tmp_path / "set2" / "tasks").exists()  # a carried task's folder is not written
+    # a carried task's folder is written (unchecked), so that its grades can be made again
+    keys = sorted(json.loads(p.read_text())["scenario"]
+                  for p in (tmp_path / "set2" / "keys").glob("task-*/key.json"))
+    assert keys == sorted(PAIR) and len(list((tmp_path / "set2" / "tasks").iterdir())) == 2
 
     for name in tables:  # the first scenario's scripts or code "changed"
         table = pd.read_csv(tmp_path / name)
@@ -114,14 +119,33 @@ def test_changed_needs_a_table_with_keys(tmp_path, counted, capsys):
 
 
 def test_a_graded_task_needs_its_folder(tmp_path, counted, capsys):
-    """A set made with --changed lacks its carried tasks' folders: scoring a solver on them
-    anew is a one-line error, not a crash."""
+    """A set whose task folder is gone: scoring a solver on it anew is a one-line error, not a
+    crash."""
     run_all(tmp_path, "set1")
     assert cli(["task", "set", "--out", str(tmp_path / "set2"), "--scenarios", *PAIR,
                 "--results", str(tmp_path), "--changed"]) == 0
+    shutil.rmtree(tmp_path / "set2" / "tasks" / "task-01")
     assert cli(["task", "agents", "--set", str(tmp_path / "set2"), "--solvers", "oracle",
                 "--results", str(tmp_path)]) == 2
-    assert "has no folder for task-" in capsys.readouterr().err
+    assert "has no folder for task-01" in capsys.readouterr().err
+
+
+def test_a_carried_task_is_made_as_a_checked_one(tmp_path, monkeypatch):
+    """The folder ``task set --changed`` writes for a carried task is the one a checked build
+    writes: the same evaluation seed, drawn from the set's seed and the scenario."""
+    drawn = []
+
+    def recording(scenario, task, key, eval_seed):
+        drawn.append((scenario, eval_seed))
+        return make_task(scenario, task, key, eval_seed=eval_seed)
+
+    monkeypatch.setattr(taskset, "make_task", recording)
+    monkeypatch.setattr(taskset, "grade", lambda submission, key: None)
+    taskset.make_checked_task(PAIR[0], tmp_path / "t", tmp_path / "k", 3)
+    carried = pd.DataFrame([{"scenario": PAIR[0], "in_set": True, "key": "k",
+                             **dict.fromkeys(taskset.SET_COLUMNS[1:], 0.0)}])
+    taskset.build_set(tmp_path / "set", [PAIR[0]], 3, carried)
+    assert len(drawn) == 2 and drawn[0] == drawn[1]
 
 
 def test_the_committed_task_tables_are_todays():

@@ -9,6 +9,7 @@ run (CUDA-only without CUDA) or marked ``excluded`` are skipped with a logged re
 from __future__ import annotations
 
 import logging
+import re
 import sys
 
 import hydra
@@ -23,8 +24,8 @@ from bugzoo.config import (
     register_groups,
     register_scenarios,
 )
-from bugzoo.detector_registry import load_detector
-from bugzoo.errors import UsageError
+from bugzoo.detector_registry import DETECTORS, load_detector, user_params
+from bugzoo.errors import UsageError, unknown_choice
 from bugzoo.harness.runner import execute_and_store
 from bugzoo.harness.store import ensure_writable
 from bugzoo.paths import CONF_DIR
@@ -107,16 +108,40 @@ examples:
   bugzoo run scenario=mlp-double_softmax
   bugzoo run model=lstm bug=missing_zero_grad bug.onset=100 seed=3
   bugzoo run scenario=mlp-lr_too_high 'detector=[nonfinite,loss_plateau]'
+  bugzoo run scenario=mlp-lr_too_high 'detector=[loss_plateau]' detector.loss_plateau.window=20
   bugzoo run -m 'scenario=glob(mlp-*)' seed=0,1,2
 
 Choices: `bugzoo list scenarios|bugs|models|detectors`. Hydra's own help follows.
 """
 
 
+DETECTOR_PARAM = re.compile(r"^\+{0,2}detector\.([\w-]+)\.(\w+)=(.*)$")
+
+
+def with_detector_params(argv: list[str]) -> list[str]:
+    """``argv`` with each detector parameter checked (a registered detector, a parameter of its
+    constructor, a value in its range) and spelled as Hydra takes it: a detector's node holds
+    no parameters, so ``detector.NAME.PARAM=V``, the form users try first, is Hydra's
+    ``+detector.NAME.PARAM=V``."""
+    spelled = []
+    for item in argv:
+        found = DETECTOR_PARAM.match(item)
+        if found is None:
+            spelled.append(item)
+            continue
+        name, param, value = found.groups()
+        if name not in DETECTORS.names():
+            raise unknown_choice("detector", name, DETECTORS.names())
+        user_params(name, {param: value})
+        spelled.append(item if item.startswith("+") else f"+{item}")
+    return spelled
+
+
 def main(argv: list[str]) -> int:
     """Validate the overrides up front (one-line errors), then hand over to Hydra."""
     if "--help" in argv or "-h" in argv:
         print(USAGE)
+    argv = with_detector_params(argv)
     if not any(a.startswith("-") for a in argv):  # one run, with no Hydra flags
         register_groups()
         # raises UsageError on unknown ids, bad values or an unusable results folder; leaves

@@ -67,6 +67,12 @@ def make_checked_task(scenario: str, task: Path, key: Path, seed: int) -> Grade:
         return grade(noop(task, key, Path(scratch) / "unchanged"), key)
 
 
+def eval_seed(scenario: str, seed: int) -> int:
+    """The evaluation seed a set drawn with ``seed`` gives ``scenario``'s task (as
+    :func:`make_checked_task` draws it)."""
+    return random.Random(f"{seed}-{scenario}").randrange(2**31)
+
+
 def is_task(unchanged: Grade) -> bool:
     """Whether the unchanged script, graded as a fix, trains networks worse than the fixed
     script's beyond the margins (whether or not it kept the task)."""
@@ -75,8 +81,9 @@ def is_task(unchanged: Grade) -> bool:
 
 def build_set(out: Path, scenarios: list[str], seed: int,
               carried: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Make and check every task but those with a ``carried`` row (whose folders are not
-    written); one row per scenario (the key side of the set), each with its key."""
+    """Make and check every task but those with a ``carried`` row, whose folders are made
+    without checking them again (so that ``bugzoo task agents --changed`` can grade them);
+    one row per scenario (the key side of the set), each with its key."""
     out = empty_folder(out, "task set folder")
     kept = (carried if carried is not None else pd.DataFrame(columns=["scenario"])
             ).set_index("scenario")
@@ -85,11 +92,13 @@ def build_set(out: Path, scenarios: list[str], seed: int,
     rows = []
     for number, scenario in enumerate(order, 1):
         task_id = f"task-{number:02d}"
+        task, key = out / "tasks" / task_id, out / "keys" / task_id
         if scenario in kept.index:
             rows.append({"task": task_id, "scenario": scenario, "carried": True,
                          **kept.loc[scenario, list(SET_COLUMNS)].to_dict()})
+            if rows[-1]["in_set"]:
+                make_task(scenario, task, key, eval_seed=eval_seed(scenario, seed))
             continue
-        task, key = out / "tasks" / task_id, out / "keys" / task_id
         log.info("%s/%s: %s", number, len(order), task_id)
         unchanged = make_checked_task(scenario, task, key, seed)
         in_set = is_task(unchanged)
@@ -161,8 +170,8 @@ def score_solvers(root: Path, solvers: list[str], carried: pd.DataFrame | None =
                 continue
             if not (root / "tasks" / task_id).is_dir():
                 raise UsageError(f"{root} has no folder for {task_id} ({scenario}), whose "
-                                 f"{solver} row is not carried: make the whole set with "
-                                 "`bugzoo task set --out DIR` (without --changed)")
+                                 f"{solver} row is not carried: make the set again with "
+                                 "`bugzoo task set --out DIR` (--changed writes it too)")
             key, submission = root / "keys" / task_id, root / "submissions" / solver / task_id
             if submission.exists():
                 shutil.rmtree(submission)
@@ -223,7 +232,7 @@ def set_main(argv: list[str]) -> int:
                    help="where tasks.md and tasks.csv go")
     p.add_argument("--changed", action="store_true", help="check only the tasks whose scripts "
                    "or grading code changed; carry the others' rows from --results' tasks.csv "
-                   "(their folders are not written)")
+                   "(their folders are written unchecked, for `bugzoo task agents --changed`)")
     args = p.parse_args(argv)
     scenarios = exportable(args.scenarios)
     carried = (carried_set_rows(args.results, scenarios, args.seed) if args.changed else None)
