@@ -1,80 +1,199 @@
-"""The ``bugzoo`` command line: one verb per job.
+"""The ``bugzoo`` command line: one table of commands, grouped as ``bugzoo --help`` shows them.
 
-``bugzoo run`` is a Hydra application (overrides, ``-m`` multirun, launchers); the other verbs
-use argparse. Bad input ends with a one-line error and exit code 2.
+Each command is a word that runs a function (given the words after it) or that takes a word of
+its own (``bugzoo check detector NAME``, ``bugzoo task grade``, ``bugzoo results validate``);
+the help of every level is made from the table. ``bugzoo run`` is a Hydra application
+(overrides, ``-m`` multirun, launchers); the other commands use argparse. Bad input ends with
+a one-line error and exit code 2. The spellings of 1.x (``bugzoo check-bug``, ``bugzoo
+validate``, ``--models``, ...) still work for one release, each with a one-line notice.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
+import inspect
 import logging
 import os
 import signal
 import sys
+import textwrap
+from dataclasses import dataclass, field
 
 from bugzoo import versions
 from bugzoo.errors import UsageError, unknown_choice
 from bugzoo.paths import include
 
 SIGPIPE_STATUS = 128 + signal.SIGPIPE  # a process that a closed pipe ended (141)
+WIDTH = 96
 
-# verb -> ("module:function", one-line help). Each function takes the argv after the verb.
-VERBS: dict[str, tuple[str, str]] = {
-    "run": ("bugzoo.harness.app:main", "train one run (Hydra overrides; -m for a sweep)"),
-    "list": ("bugzoo.teach.catalogue:list_main", "list bugs, models, scenarios or detectors"),
-    "show": ("bugzoo.teach.catalogue:show_main", "show one bug: metadata, BUGGY and FIXED code"),
-    "bench": ("bugzoo.judge.bench:main", "sweep scenarios x seeds with detectors, then score"),
-    "score": ("bugzoo.judge.scoring:main", "recompute the leaderboard of a stored sweep"),
-    "replay": ("bugzoo.judge.replay:main", "score sealed detectors on stored runs or a trace "
-               "set, without training"),
-    "lite": ("bugzoo.judge.lite:main", "bugzoo-bench Lite: its frozen scenarios, its rule; "
-             "--agreement with the full board"),
-    "traces": ("bugzoo.harness.traceset:main",
-               "export a sweep's observations as a compact trace set (for bugzoo replay)"),
-    "provenance": ("bugzoo.judge.prove:main", "prove a change neutral for stored runs (same "
-                   "traces under both checkouts) and carry them"),
-    "watch": ("bugzoo.integrations.watch_command:main", "watch a plain PyTorch script's "
-              "training with the sealed detectors, no code change: -- python train.py"),
-    "check-trace": ("bugzoo.integrations.watch_command:check_trace_main",
-                    "rescore a saved trace (bugzoo watch's, or a stored run's)"),
-    "tensorboard": ("bugzoo.integrations.tensorboard:main",
-                    "write stored runs as TensorBoard logs (trace scalars, alarms as text)"),
-    "check": ("bugzoo.judge.conformance:main", "run the conformance suite on one detector"),
-    "check-bug": ("bugzoo.judge.bugcheck:main", "check one bug: card, plant, determinism, "
-                  "blindness, quick validate"),
-    "validate": ("bugzoo.judge.validity:main",
-                 "prove every scenario's bug manifests (statistical test); --exported: each "
-                 "exported buggy/fixed script pair, as bugzoo task validate"),
-    "perf": ("bugzoo.judge.perf:main", "measure speed: baselines, telemetry/detector overhead"),
-    "gpu": ("bugzoo.judge.gpu:main", "the GPU pass: what a CUDA machine measures, into "
-            "results/gpu (--dry-run checks it on the CPU)"),
-    "curves": ("bugzoo.judge.curves:main", "draw a bug's symptom curves, clean vs buggy"),
-    "quiz": ("bugzoo.teach.quiz:main", "spot-the-bug quiz in the terminal (answers from stdin)"),
-    "export": ("bugzoo.teach.export:main", "write a standalone buggy.py / fixed.py pair"),
-    "coverage": ("bugzoo.teach.coverage:main", "tally the published fault-taxonomy leaves the "
-                 "catalogue plants (results/coverage.md)"),
-    "pages": ("bugzoo.judge.quotes:main", "write the figures README and the guides quote "
-              "from results/ (--check: list the stale ones)"),
-    "report": ("bugzoo.teach.report:main", "build the static HTML catalogue under results/report"),
-    "exercise": ("bugzoo.teach.exercises:main", "guided exercises: plant a NaN, overfit one batch"),
-    "interview": ("bugzoo.teach.tasks.interview:main", "a candidate pack of find-and-fix tasks "
-                  "and an interviewer key with a hint ladder"),
-    "task": ("bugzoo.teach.tasks.command:main", "find-and-fix tasks graded by retraining: make, "
-             "grade, set, agents"),
+
+@dataclass(frozen=True)
+class Command:
+    """One word of the command line: the function it runs (``module:function``, given the
+    words after it), or the words that may follow it."""
+
+    help: str
+    target: str = ""
+    words: dict[str, Command] = field(default_factory=dict)
+    usage: str = ""  # what follows the word, for its line in the help
+
+
+CHECK = {
+    "detector": Command("the conformance suite on one detector plug-in",
+                        "bugzoo.judge.conformance:main", usage="NAME [KEY=VALUE ...]"),
+    "bug": Command("the bug author's check: card, plant invisible before its onset, "
+                   "determinism, blindness, quick validate", "bugzoo.judge.bugcheck:main",
+                   usage="ID [--model M ...]"),
 }
+TASK = {
+    "make": Command("write a task folder and its answer key", "bugzoo.teach.tasks.make:main",
+                    usage="SCENARIO --out DIR --key KEYDIR"),
+    "grade": Command("grade a diagnosis and a fix by retraining", "bugzoo.teach.tasks.grade:main",
+                     usage="DIR --submission SUB --key KEYDIR"),
+    "set": Command("every exportable scenario as a task", "bugzoo.teach.tasks.taskset:set_main",
+                   usage="--out DIR"),
+    "agents": Command("score the reference solvers (results/agents.md)",
+                      "bugzoo.teach.tasks.taskset:agents_main", usage="--set DIR"),
+    "validate": Command("prove each exported pair shows its bug's symptom "
+                        "(results/validity_exported.md)", "bugzoo.teach.tasks.exported:main"),
+    "harmless": Command("whether the grader accepts each model's harmless changes as the same "
+                        "result (results/harmless.md)", "bugzoo.teach.tasks.harmless:main"),
+    "watched": Command("bugzoo watch on every valid exported pair and on clean loops written "
+                       "outside bugzoo (results/watch.md)", "bugzoo.teach.tasks.watched:main"),
+}
+RESULTS = {
+    "validate": Command("prove every scenario's bug manifests against its control "
+                        "(statistical test), and that every healthy variant is healthy",
+                        "bugzoo.judge.validity:main", usage="[--changed]"),
+    "traces": Command("export a sweep's observations as a compact trace set (for bugzoo "
+                      "replay)", "bugzoo.harness.traceset:main", usage="export SWEEP_DIR"),
+    "provenance": Command("prove a change neutral for stored runs (same traces under both "
+                          "checkouts) and carry them", "bugzoo.judge.prove:main",
+                          usage="prove --against CHECKOUT"),
+    "perf": Command("speed figures: baselines, overhead, sweep efficiency, profile, rescoring, "
+                    "what --changed redoes", "bugzoo.judge.perf:main", usage="WHAT"),
+    "gpu": Command("the GPU pass, into results/gpu (--dry-run checks it on the CPU)",
+                   "bugzoo.judge.gpu:main"),
+    "coverage": Command("tally the published fault-taxonomy leaves the catalogue plants "
+                        "(results/coverage.md)", "bugzoo.teach.coverage:main"),
+    "pages": Command("write the figures README and the guides quote from results/ (--check: "
+                     "list the stale ones)", "bugzoo.judge.quotes:main", usage="[--check]"),
+    "index": Command("write results/README.md: what each results file is and its command",
+                     "bugzoo.judge.results_index:main"),
+    "release": Command("freeze the release's manifest into results/release.json",
+                       "bugzoo.release:main"),
+    "trace-fields": Command("write the trace's fields into the detector guide",
+                            "bugzoo.trace:main"),
+}
+COMMANDS = {
+    "bench": Command("sweep scenarios x seeds with detectors, each buggy run beside its "
+                     "disarmed twin, then score (Lite unless --full)", "bugzoo.judge.bench:main"),
+    "score": Command("recompute the leaderboard of a stored sweep", "bugzoo.judge.scoring:main",
+                     usage="SWEEP_DIR"),
+    "replay": Command("score sealed detectors on stored runs or a trace set, without training",
+                      "bugzoo.judge.replay:main", usage="SWEEP_DIR|TRACE_SET"),
+    "lite": Command("bugzoo-bench Lite: its frozen scenarios, its rule; --agreement with the "
+                    "full board", "bugzoo.judge.lite:main"),
+    "run": Command("train one run (Hydra overrides; -m for a sweep)",
+                   "bugzoo.harness.app:main", usage="[KEY=VALUE ...]"),
+    "check": Command("check a plug-in", words=CHECK),
+    "watch": Command("watch a plain PyTorch script's training with the sealed detectors, no "
+                     "code change", "bugzoo.integrations.watch_command:main",
+                     usage="-- python train.py"),
+    "check-trace": Command("rescore a saved trace (bugzoo watch's, or a stored run's)",
+                           "bugzoo.integrations.watch_command:check_trace_main",
+                           usage="TRACE_DIR"),
+    "tensorboard": Command("write stored runs as TensorBoard logs (trace scalars, alarms as "
+                           "text)", "bugzoo.integrations.tensorboard:main", usage="RUN_DIR"),
+    "list": Command("list bugs, models, scenarios or detectors",
+                    "bugzoo.teach.catalogue:list_main", usage="WHAT"),
+    "show": Command("show one bug: metadata, BUGGY and FIXED code",
+                    "bugzoo.teach.catalogue:show_main", usage="BUG"),
+    "curves": Command("draw a bug's symptom curves, clean vs buggy", "bugzoo.judge.curves:main",
+                      usage="BUG [--model M ...]"),
+    "quiz": Command("spot-the-bug quiz in the terminal (answers from stdin)",
+                    "bugzoo.teach.quiz:main"),
+    "export": Command("write a standalone buggy.py / fixed.py pair", "bugzoo.teach.export:main",
+                      usage="SCENARIO --out DIR"),
+    "report": Command("build the static HTML catalogue under results/report",
+                      "bugzoo.teach.report:main"),
+    "exercise": Command("guided exercises: plant a NaN, overfit one batch",
+                        "bugzoo.teach.exercises:main", usage="NAME"),
+    "task": Command("find-and-fix tasks graded by retraining", words=TASK),
+    "interview": Command("a candidate pack of find-and-fix tasks and an interviewer key with a "
+                         "hint ladder", "bugzoo.teach.tasks.interview:main"),
+    "results": Command("make and check what results/ holds (maintainers)", words=RESULTS),
+}
+GROUPS = {
+    "Benchmark a debugging tool": ["bench", "score", "replay", "lite", "run", "check"],
+    "Watch your own training": ["watch", "check-trace", "tensorboard"],
+    "The catalogue, teaching and interviews": ["list", "show", "curves", "quiz", "export",
+                                               "report", "exercise", "task", "interview"],
+    "Maintaining the benchmark": ["results"],
+}
+# the spellings of 1.x, kept for one release: old words -> today's
+RENAMED = {"check-bug": ["check", "bug"], "validate": ["results", "validate"],
+           "traces": ["results", "traces"], "provenance": ["results", "provenance"],
+           "perf": ["results", "perf"], "gpu": ["results", "gpu"],
+           "coverage": ["results", "coverage"], "pages": ["results", "pages"]}
+MODEL_COMMANDS = (("curves",), ("check", "bug"), ("results", "perf"), ("task", "harmless"))
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="bugzoo", description="A benchmark suite of planted PyTorch training bugs.",
-        epilog="bugzoo --version prints the versions of bugzoo and torch. Every verb takes "
-        "--include DIR (repeatable): scenario files from an outside folder, as "
-        "BUGZOO_SCENARIO_PATH adds them.")
-    sub = parser.add_subparsers(dest="verb", metavar="VERB")
-    for verb, (_, help_text) in VERBS.items():
-        sub.add_parser(verb, help=help_text, add_help=False)
-    return parser
+def help_text(words: list[str], table: dict[str, Command]) -> str:
+    """The help of ``bugzoo WORDS``: the commands that may follow, grouped at the top level."""
+    def line(word: str, command: Command) -> str:
+        head = f"  {word} {command.usage}".rstrip()
+        if command.words:
+            head = f"  {word} {'|'.join(command.words)}"
+        indent = " " * 31
+        if len(head) >= 30:  # the help on lines of its own
+            return head + "\n" + textwrap.fill(command.help, WIDTH, initial_indent=indent,
+                                               subsequent_indent=indent)
+        return textwrap.fill(head.ljust(30) + " " + command.help, WIDTH,
+                             subsequent_indent=indent, break_long_words=False)
+
+    prog = " ".join(["bugzoo", *words])
+    lines = [f"usage: {prog} COMMAND ...", ""]
+    if not words:
+        lines = ["usage: bugzoo COMMAND ...", "",
+                 "A benchmark suite of planted PyTorch training bugs.", ""]
+        for title, names in GROUPS.items():
+            lines += [f"{title}:", *(line(n, table[n]) for n in names), ""]
+        lines += [textwrap.fill(
+            "bugzoo --version prints the versions of bugzoo and torch. Every command with "
+            "options takes --include DIR (repeatable): scenario files from an outside folder, "
+            "as BUGZOO_SCENARIO_PATH adds them. bugzoo COMMAND --help tells more.", WIDTH)]
+    else:
+        lines += [*(line(n, c) for n, c in table.items()), "",
+                  f"{prog} COMMAND --help tells more."]
+    return "\n".join(lines)
+
+
+def spelled_today(argv: list[str]) -> list[str]:
+    """``argv`` in today's spelling, with a one-line notice for each old spelling it used."""
+    def notice(old: str, new: str) -> None:
+        print(f"bugzoo: `{old}` is now `{new}`; the old spelling goes in the next release",
+              file=sys.stderr)
+
+    if argv and argv[0] in RENAMED:
+        new = RENAMED[argv[0]]
+        if argv[0] == "validate" and "--exported" in argv:  # the exports live in the tasks
+            new, argv = ["task", "validate"], [a for a in argv if a != "--exported"]
+        notice(f"bugzoo {argv[0]}", f"bugzoo {' '.join(new)}")
+        argv = [*new, *argv[1:]]
+    if len(argv) > 1 and argv[0] == "check" and argv[1] not in CHECK and \
+            not argv[1].startswith("-"):
+        notice("bugzoo check NAME", "bugzoo check detector NAME")
+        argv = ["check", "detector", *argv[1:]]
+    if any(tuple(argv[:len(c)]) == c for c in MODEL_COMMANDS):
+        if "--models" in argv:
+            notice("--models", "--model")
+            argv = ["--model" if a == "--models" else a for a in argv]
+        if argv[0] == "curves" and any(a.startswith("model=") for a in argv):
+            notice("bugzoo curves BUG model=M", "bugzoo curves BUG --model M")
+            argv = [w for a in argv for w in (["--model", a[6:]] if a.startswith("model=")
+                                              else [a])]
+    return argv
 
 
 class StderrHandler(logging.StreamHandler):
@@ -92,8 +211,8 @@ class StderrHandler(logging.StreamHandler):
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    # force: a verb run in this process before (Hydra's `run`, a test) may have left handlers
-    # bound to streams that are closed by now
+    # force: a command run in this process before (Hydra's `run`, a test) may have left
+    # handlers bound to streams that are closed by now
     logging.basicConfig(level=logging.INFO, format="%(message)s", handlers=[StderrHandler()],
                         force=True)
     try:
@@ -105,34 +224,53 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dispatch(argv: list[str]) -> int:
-    if not argv or argv[0] in ("-h", "--help"):
-        _parser().print_help()
-        return 0 if argv else 2
-    if argv[0] == "--version":
+    if argv and argv[0] == "--version":
         print(versions())
         return 0
-    verb, rest = argv[0], argv[1:]
-    if verb == "validate" and "--exported" in rest:  # the exports live in the teaching layer
-        verb, rest = "task", ["validate", *(arg for arg in rest if arg != "--exported")]
-    if verb not in VERBS:
-        print(f"bugzoo: error: {unknown_choice('command', verb, VERBS)}", file=sys.stderr)
-        return 2
-    module, func = VERBS[verb][0].split(":")
+    argv = spelled_today(argv)
+    words, table, rest = [], COMMANDS, argv
+    while True:  # down the table, one word at a time
+        if not rest or rest[0] in ("-h", "--help"):
+            print(help_text(words, table))
+            return 0 if rest else 2
+        if rest[0] not in table:
+            kind = "command" if not words else f"{' '.join(words)} command"
+            print(f"{' '.join(['bugzoo', *words])}: error: "
+                  f"{unknown_choice(kind, rest[0], table)}", file=sys.stderr)
+            return 2
+        command = table[rest[0]]
+        words, rest = [*words, rest[0]], rest[1:]
+        if not command.words:
+            return _run(words, command, rest)
+        table = command.words
+
+
+def _run(words: list[str], command: Command, rest: list[str]) -> int:
+    prog = " ".join(["bugzoo", *words])
+    module, func = command.target.split(":")
     try:
-        if verb == "run":  # Hydra's parser takes no --include: its folders join the path here
+        if words == ["run"]:  # Hydra's parser takes no --include: its folders join the path here
             rest = _take_includes(rest)
-        return int(getattr(importlib.import_module(module), func)(rest) or 0)
+        function = getattr(importlib.import_module(module), func)
+        if not inspect.signature(function).parameters:  # a maintainer's writer: no options
+            if rest and rest not in (["-h"], ["--help"]):
+                raise UsageError(f"takes no arguments, got {' '.join(rest)}")
+            if rest:
+                print(f"usage: {prog}\n\n{command.help}")
+                return 0
+            return int(function() or 0)
+        return int(function(rest) or 0)
     except UsageError as e:
-        print(f"bugzoo {verb}: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"bugzoo {verb}: interrupted", file=sys.stderr)
+        print(f"{prog}: interrupted", file=sys.stderr)
         return 130
 
 
 def _take_includes(argv: list[str]) -> list[str]:
     """``argv`` without its ``--include DIR`` / ``--include=DIR`` options, whose folders join
-    the scenario path (for this process and every process it starts); every other verb's
+    the scenario path (for this process and every process it starts); every other command's
     parser takes the option itself (``bugzoo.errors.ArgumentParser``)."""
     kept, folders = [], []
     args = iter(argv)

@@ -80,8 +80,8 @@ def scenario_key(scenario_id: str) -> str | None:
     """One hash of what decides a run of the scenario in this checkout: its config, bug and
     data hashes and the shared code's; None for a scenario outside the release (a plug-in's,
     whose code is not hashed). Where two releases give a scenario one key, the same code makes
-    its runs, so a result measured under the one stands for the other (``bugzoo validate
-    --changed``, ``bugzoo traces export --keep-unchanged``)."""
+    its runs, so a result measured under the one stands for the other (``bugzoo results validate
+    --changed``, ``bugzoo results traces export --keep-unchanged``)."""
     live = live_manifest()
     if scenario_id not in live["scenarios"]:
         return None

@@ -9,7 +9,7 @@ al., ICSE 2021); ``J.`` the fault types Jahangirova et al. counted in five fault
 
 A bug names the leaves it plants in ``Bug.taxonomy``: ``"literal"`` when it plants the mechanism
 as the source describes it, ``"partial: <how it differs>"`` when it plants a related mechanism,
-a narrow sub-form or the same effect through another cause. ``bugzoo coverage`` tallies the
+a narrow sub-form or the same effect through another cause. ``bugzoo results coverage`` tallies the
 declarations against this list (``results/coverage.md``).
 
 A leaf is in scope when its mechanism can be written into the user code of one PyTorch training

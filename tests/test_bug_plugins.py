@@ -169,7 +169,7 @@ def test_an_include_that_is_no_folder_is_refused(tmp_path, folder):
     assert fails("list", "scenarios", "--include", str(tmp_path / "nope")) == (
         f"bugzoo list: error: --include {tmp_path / 'nope'}: not a folder")
     assert "--include needs a folder" in fails("run", "--include")  # taken before Hydra parses
-    assert "argument --include: expected one argument" in fails("validate", "--include")
+    assert "argument --include: expected one argument" in fails("results", "validate", "--include")
 
 
 # ---------------------------------------------------------------- check-bug
@@ -193,12 +193,12 @@ BUG = Leaky(id="mylab/leaky", check=SymptomCheck("final_loss", "higher"), **{car
 
 def test_check_bug_fails_a_plant_that_shows_before_its_onset(site):
     install(site, "leakybugs", {"mylab/leaky": "leakybugs"}, LEAKY.replace("{card!r}", repr(CARD)))
-    code, out, err = cli("check-bug", "mylab/leaky")
+    code, out, err = cli("check", "bug", "mylab/leaky")
     assert code == 1 and "ok   check_card: the card is complete" in out
     assert "FAIL check_plant [mlp]: the trace differs from the control's before the onset " \
            "(step 8)" in err, err
-    assert "did you mean 'mylab/leaky'" in fails("check-bug", "mylab/leacky")
-    assert "does not apply to model(s) lstm" in fails("check-bug", "mylab/leaky", "--models",
+    assert "did you mean 'mylab/leaky'" in fails("check", "bug", "mylab/leacky")
+    assert "does not apply to model(s) lstm" in fails("check", "bug", "mylab/leaky", "--model",
                                                       "lstm")
 
 

@@ -30,5 +30,5 @@ def test_an_edit_whose_text_is_gone_is_refused(tmp_path):
 
 
 def test_a_before_folder_that_is_no_checkout_is_a_usage_error(tmp_path, capsys):
-    assert main(["perf", "changed", "--before", str(tmp_path)]) == 2
+    assert main(["results", "perf", "changed", "--before", str(tmp_path)]) == 2
     assert "is not a bugzoo checkout" in capsys.readouterr().err

@@ -4,11 +4,14 @@ that names the problem and the nearest choices, and what a run found is printed.
 from __future__ import annotations
 
 import contextlib
+import importlib
+import inspect
 import io
+import re
 
 import pytest
 
-from bugzoo.cli import VERBS, main
+from bugzoo.cli import COMMANDS, main, spelled_today
 from bugzoo.commands import command_line
 
 
@@ -22,25 +25,89 @@ def run(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-@pytest.mark.parametrize("verb", [v for v in VERBS if v != "run"])
-def test_every_verb_help_is_plain_text_and_names_include(verb):
-    code, out, _ = run(verb, "--help")
-    assert code == 0 and "--include DIR" in out
+def leaves(table: dict = COMMANDS, words: tuple = ()) -> list[tuple[str, ...]]:
+    """Every command of the table, by its words (``("check", "bug")``)."""
+    return [found for word, command in table.items()
+            for found in (leaves(command.words, (*words, word)) if command.words
+                          else [(*words, word)])]
+
+
+@pytest.mark.parametrize("words", [w for w in leaves() if w != ("run",)], ids=" ".join)
+def test_every_command_help_is_plain_text_and_names_include(words):
+    code, out, _ = run(*words, "--help")
+    assert code == 0 and out.strip(), words
+    command = COMMANDS[words[0]]
+    for word in words[1:]:
+        command = command.words[word]
+    takes_options = "argv" in str(inspect.signature(resolve(command.target)))
+    assert ("--include DIR" in out) == takes_options, words  # a writer with no options has none
     assert "``" not in out and ":func:" not in out and ":class:" not in out
 
 
+def resolve(target: str):
+    module, func = target.split(":")
+    return getattr(importlib.import_module(module), func)
+
+
+def test_help_lists_every_command_once_in_its_group():
+    code, out, _ = run("--help")
+    assert code == 0
+    listed = re.findall(r"^  (\S+)", out, re.M)
+    assert sorted(listed) == sorted(COMMANDS) and len(listed) == len(set(listed))
+    assert out.index("Benchmark a debugging tool:") < out.index("Maintaining the benchmark:")
+    for word, command in COMMANDS.items():  # a command with words lists them on its line
+        if command.words:
+            assert f"  {word} {'|'.join(command.words)}" in out
+    code, out, _ = run("results", "--help")
+    assert code == 0 and all(f"  {word}" in out for word in COMMANDS["results"].words)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    (["validate", "--help"], "`bugzoo validate` is now `bugzoo results validate`"),
+    (["check-bug", "--help"], "`bugzoo check-bug` is now `bugzoo check bug`"),
+    (["check", "nonfinite", "--help"], "`bugzoo check NAME` is now `bugzoo check detector NAME`"),
+    (["perf", "--help"], "`bugzoo perf` is now `bugzoo results perf`"),
+    (["coverage", "--help"], "`bugzoo coverage` is now `bugzoo results coverage`"),
+])
+def test_an_old_spelling_works_for_one_release_with_a_notice(old, new):
+    code, out, err = run(*old)
+    assert code == 0 and out.strip()
+    assert err.strip().splitlines() == [f"bugzoo: {new}; the old spelling goes in the next "
+                                        "release"]
+
+
+def test_old_model_spellings_are_today_s_model_flag():
+    assert spelled_today(["check-bug", "b", "--models", "mlp", "lstm"]) == [
+        "check", "bug", "b", "--model", "mlp", "lstm"]
+    assert spelled_today(["curves", "b", "model=mlp", "model=gpt", "seed=1"]) == [
+        "curves", "b", "--model", "mlp", "--model", "gpt", "seed=1"]
+    assert spelled_today(["results", "perf", "overhead", "--model", "mlp"]) == [
+        "results", "perf", "overhead", "--model", "mlp"]
+    assert spelled_today(["run", "model=mlp"]) == ["run", "model=mlp"]  # Hydra's own override
+
+
+def test_an_unknown_word_at_any_level_gets_a_did_you_mean():
+    code, _, err = run("results", "validat")
+    assert code == 2 and err.strip() == ("bugzoo results: error: unknown results command "
+                                         f"'validat'; did you mean 'validate'? (valid: "
+                                         f"{', '.join(sorted(COMMANDS['results'].words))})")
+    code, _, err = run("benh")
+    assert code == 2 and "did you mean 'bench'?" in err
+
+
 def test_validate_exported_runs_the_task_validate_action(monkeypatch):
-    """``bugzoo validate --exported`` proves the exported script pairs: it is ``bugzoo task
-    validate`` with the other options, and a mistake in them is that action's one-line error."""
-    from bugzoo.teach.tasks import command
+    """``bugzoo validate --exported`` (1.x) proves the exported script pairs: it is ``bugzoo
+    task validate`` with the other options, and a mistake in them is that action's one-line
+    error."""
+    from bugzoo.teach.tasks import exported
 
     seen = []
-    monkeypatch.setitem(command.ACTIONS, "validate", lambda argv: seen.append(argv) or 0)
+    monkeypatch.setattr(exported, "main", lambda argv: seen.append(argv) or 0)
     assert run("validate", "--changed", "--exported")[0] == 0
     assert seen == [["--changed"]]
     monkeypatch.undo()
     code, _, err = run("validate", "--exported", "--scenarios", "mlp-no_such_bug")
-    assert code == 2 and len(err.strip().splitlines()) == 1 and "mlp-no_such_bug" in err
+    assert code == 2 and "mlp-no_such_bug" in err.strip().splitlines()[-1]
 
 
 def test_run_help_starts_with_usage_and_examples():
@@ -54,8 +121,8 @@ def test_run_help_starts_with_usage_and_examples():
     (["window=abc"], "detector loss_plateau: window must be int, got 'abc'"),
 ])
 def test_detector_parameters_are_checked_against_the_constructor(params, expected):
-    code, _, err = run("check", "loss_plateau", *params)
-    assert code == 2 and err.startswith(f"bugzoo check: error: {expected}")
+    code, _, err = run("check", "detector", "loss_plateau", *params)
+    assert code == 2 and err.startswith(f"bugzoo check detector: error: {expected}")
     assert len(err.strip().splitlines()) == 1
 
 

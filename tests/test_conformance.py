@@ -113,14 +113,14 @@ def test_builtin_detector_conforms():
 
 
 def test_bugzoo_check_cli_passes_builtin_and_rejects_unknown(capsys):
-    assert cli_main(["check", "loss_plateau", "--only", "check_init_stores_params",
+    assert cli_main(["check", "detector", "loss_plateau", "--only", "check_init_stores_params",
                      "check_alarms_well_formed"]) == 0
     out = capsys.readouterr().out
     assert "ok   check_alarms_well_formed" in out and "check_blind" not in out
     assert out.strip().endswith("loss_plateau passes 2 checks")
-    assert cli_main(["check", "nonfinit"]) == 2
+    assert cli_main(["check", "detector", "nonfinit"]) == 2
     assert "did you mean 'nonfinite'" in capsys.readouterr().err
-    assert cli_main(["check", "nonfinite", "--only", "check_blnd"]) == 2
+    assert cli_main(["check", "detector", "nonfinite", "--only", "check_blnd"]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) <= 2 and "check_blind" in err, err
 

@@ -16,7 +16,7 @@ RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 def test_the_committed_coverage_page_is_the_declarations_tallied():
     committed = (RESULTS / COVERAGE_FILE).read_text()
-    assert coverage_page(list_bugs(), "bugzoo coverage") == committed
+    assert coverage_page(list_bugs(), "bugzoo results coverage") == committed
 
 
 def test_the_first_release_tallies_as_the_reference_mapped_it():

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from bugzoo.cli import main as cli
 from bugzoo.judge import results_index
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +52,7 @@ def test_readme_links_every_guide(page):
 def test_results_index_is_up_to_date(tmp_path):
     out = results_index.write(ROOT / "results", tmp_path / "README.md")
     assert out.read_text() == (ROOT / "results" / "README.md").read_text(), (
-        "results/README.md is stale: regenerate with python3 -m bugzoo.judge.results_index")
+        "results/README.md is stale: regenerate with bugzoo results index")
 
 
 def test_results_index_lists_each_file_in_one_row():
@@ -75,7 +76,7 @@ def test_results_index_names_a_file_no_entry_covers(tmp_path):
     (tmp_path / "stray.csv").write_text("x\n")
     with pytest.raises(ValueError, match=r"covers \['stray.csv'\]"):
         results_index.entries(tmp_path)
-    assert results_index.main(["--results", str(tmp_path)]) == 2
+    assert cli(["results", "index", "--results", str(tmp_path)]) == 2
 
 
 def test_the_detector_guide_tables_every_trace_field_and_runview_field():
@@ -89,7 +90,7 @@ def test_the_detector_guide_tables_every_trace_field_and_runview_field():
     from bugzoo.trace import GUIDE_BLOCK, RECORD_FIELDS, RunFacts, fields_table
 
     guide = (ROOT / "docs" / "pages" / "detectors.md").read_text()
-    assert block(guide, GUIDE_BLOCK) == fields_table(), "stale: run `python -m bugzoo.trace`"
+    assert block(guide, GUIDE_BLOCK) == fields_table(), "stale: run `bugzoo results trace-fields`"
     assert list(RECORD_FIELDS) == [f.name for f in dataclasses.fields(Observation)]
     for cls in (RunFacts, RunView):
         rows = re.findall(r"^\| `(\w+)` \|", guide.split(f"| `{cls.__name__}` field")[1]

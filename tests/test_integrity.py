@@ -147,7 +147,7 @@ def test_the_release_is_frozen():
     assert not changed and live["shared"] == committed["shared"], (
         f"changed since {committed['release']} ({changed[:5]}, shared code "
         f"{'changed' if live['shared'] != committed['shared'] else 'same'}): make a new release "
-        "(python -m bugzoo.release, CHANGELOG.md)")
+        "(bugzoo results release, CHANGELOG.md)")
     assert live["digest"] == committed["digest"]
 
 

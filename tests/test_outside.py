@@ -101,13 +101,14 @@ UNKNOWN = [
     (["list", "bug"], "list", "bugs"),
     (["bench", "--scenarios", "mlp-dubble_softmax"], "scenario", "mlp-double_softmax"),
     (["bench", "--detectors", "nonfinit"], "detector", "nonfinite"),
-    (["validate", "--scenarios", "mlp-dubble_softmax"], "scenario", "mlp-double_softmax"),
+    (["results", "validate", "--scenarios", "mlp-dubble_softmax"], "scenario",
+     "mlp-double_softmax"),
     (["curves", "double_softmx"], "bug", "double_softmax"),
-    (["curves", "double_softmax", "model=mpl"], "model", "mlp"),
-    (["perf", "overhead", "--models", "mpl"], "model", "mlp"),
-    (["perf", "overhead", "--detectors", "nonfinit"], "detector", "nonfinite"),
-    (["check", "nonfinit"], "detector", "nonfinite"),
-    (["check-bug", "double_softmx"], "bug", "double_softmax"),
+    (["curves", "double_softmax", "--model", "mpl"], "model", "mlp"),
+    (["results", "perf", "overhead", "--model", "mpl"], "model", "mlp"),
+    (["results", "perf", "overhead", "--detectors", "nonfinit"], "detector", "nonfinite"),
+    (["check", "detector", "nonfinit"], "detector", "nonfinite"),
+    (["check", "bug", "double_softmx"], "bug", "double_softmax"),
     (["quiz", "--model", "mpl"], "model", "mlp"),
     (["quiz", "--category", "los"], "category", "loss"),
     (["export", "mlp-dubble_softmax"], "scenario", "mlp-double_softmax"),
@@ -124,6 +125,22 @@ def test_every_unknown_name_gets_the_same_answer(argv, kind, meant, tmp_path):
         code = main([*argv, *(["--out", str(tmp_path)] if argv[0] == "export" else [])])
     lines = err.getvalue().strip().splitlines()
     assert code == 2 and len(lines) == 1, err.getvalue()[-600:]
-    assert lines[0].startswith(f"bugzoo {argv[0]}: error: unknown {kind} ")
+    words = argv[:2] if argv[0] in ("results", "check", "task") else argv[:1]
+    assert lines[0].startswith(f"bugzoo {' '.join(words)}: error: unknown {kind} ")
     assert f"did you mean '{meant}'?" in lines[0] and "(valid: " in lines[0]
     assert not os.listdir(tmp_path)  # nothing written
+
+
+def test_an_unknown_detector_counts_what_the_listing_lists_and_names_the_selectors(capsys):
+    """The error's count is the rows ``bugzoo list detectors`` prints (selectors are words of
+    ``--detectors``, not detectors), and a near miss of a selector is offered as one."""
+    from bugzoo.detector_registry import SELECTORS
+
+    assert main(["list", "detectors"]) == 0
+    listed = len(capsys.readouterr().out.strip().splitlines()) - 1  # less the header
+    assert main(["bench", "--detectors", "nonfinit"]) == 2
+    err = capsys.readouterr().err
+    assert f"`bugzoo list detectors` lists all {listed})" in err
+    assert f"or a selector: {', '.join(SELECTORS)}" in err
+    assert main(["bench", "--detectors", "builtin"]) == 2
+    assert "did you mean the selector 'builtins'?" in capsys.readouterr().err

@@ -45,7 +45,7 @@ def test_check_bug_passes_on_the_installed_example(site):
     """The real console script, in a fresh process that finds the bug by its entry point."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (str(site), os.environ.get("PYTHONPATH")) if p)}
-    done = subprocess.run([shutil.which("bugzoo"), "check-bug", BUG, "--models", "mlp",
+    done = subprocess.run([shutil.which("bugzoo"), "check", "bug", BUG, "--model", "mlp",
                            "--include", str(SCENARIOS)],
                           capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -101,7 +101,7 @@ def test_list_run_bench_validate_and_curves_on_the_example(installed, tmp_path):
                                                             ".honeypot.control")}
 
     runs, seeds = str(tmp_path / "validity"), ("--seeds", "0,1")
-    cli("validate", *include, "--scenarios", SCENARIO, *seeds, "--runs", runs, "--out",
+    cli("results", "validate", *include, "--scenarios", SCENARIO, *seeds, "--runs", runs, "--out",
         str(tmp_path / "results"), "--workers", "1", "--no-progress", *QUICK)
     row = pd.read_csv(tmp_path / "results" / "validity.csv").set_index("scenario").loc[SCENARIO]
     assert (row.bug, row.metric, row.direction, row.control) == (

@@ -17,18 +17,18 @@ def perf_out(tmp_path):
 
 
 def test_overhead_table_has_every_detector_alone_and_together(perf_out):
-    assert main(["perf", "overhead", "--models", "mlp", "--detectors", "nonfinite",
+    assert main(["results", "perf", "overhead", "--model", "mlp", "--detectors", "nonfinite",
                  "stale_grads", "--out", str(perf_out)]) == 0
     table = pd.read_csv(perf_out / "overhead.csv")
     assert list(table["variant"]) == ["bare", "telemetry", "nonfinite", "stale_grads",
                                       "suite: built-ins", "all detectors"]
     assert table.loc[table["variant"] == "bare", "median_x"].item() == 1.0
     assert (table["median_x"] > 0).all() and (table["step_ms"] > 0).all()
-    assert "bugzoo perf overhead --models mlp" in (perf_out / "overhead.md").read_text()
+    assert "bugzoo results perf overhead --model mlp" in (perf_out / "overhead.md").read_text()
 
 
 def test_sweep_efficiency_runs_the_sweep_serially_and_in_parallel(perf_out):
-    assert main(["perf", "sweep", "--scenarios", "mlp-clean", "mlp-double_softmax",
+    assert main(["results", "perf", "sweep", "--scenarios", "mlp-clean", "mlp-double_softmax",
                  "--workers", "2", "--out", str(perf_out)]) == 0
     table = pd.read_csv(perf_out / "sweep.csv")
     assert list(zip(table["compositions"], table["workers"], strict=True)) == [
@@ -44,7 +44,7 @@ def test_sweep_efficiency_runs_the_sweep_serially_and_in_parallel(perf_out):
 
 def test_sweep_rejects_absurd_worker_count(perf_out, capsys):
     out = perf_out / "perf"
-    assert main(["perf", "sweep", "--workers", "0", "--out", str(out)]) == 2
+    assert main(["results", "perf", "sweep", "--workers", "0", "--out", str(out)]) == 2
     assert "--workers must be between 1" in capsys.readouterr().err
     assert not out.exists()
 
@@ -95,8 +95,8 @@ def test_the_stopwatch_gives_each_phase_its_own_time_and_puts_the_code_back(monk
 
 @pytest.mark.slow
 def test_the_profile_splits_the_runs_and_the_slots_without_remainder(perf_out):
-    assert main(["perf", "profile", "--scenarios", "mlp-double_softmax", "--workers", "2",
-                 "--models", "mlp", "--no-progress", "--out", str(perf_out)]) == 0
+    assert main(["results", "perf", "profile", "--scenarios", "mlp-double_softmax", "--workers", "2",
+                 "--model", "mlp", "--no-progress", "--out", str(perf_out)]) == 0
     phases = pd.read_csv(perf_out / "profile.csv").set_index("phase")
     total, parts = phases.iloc[-1], phases.iloc[:-1]
     # the bug beside its disarmed twin, and the decoy pair every bench runs for its model
@@ -113,7 +113,7 @@ def test_the_profile_splits_the_runs_and_the_slots_without_remainder(perf_out):
     assert (slots["held by pooled runs"] + slots.filter(like="held by isolated").sum()
             + slots.filter(like="idle").sum()) == pytest.approx(
                 slots["slot time (wall x workers)"], abs=0.2 + 1e-9)
-    assert "bugzoo perf profile --scenarios mlp-double_softmax" in (
+    assert "bugzoo results perf profile --scenarios mlp-double_softmax" in (
         perf_out / "profile.md").read_text()
     per_step = pd.read_csv(perf_out / "profile_telemetry.csv").set_index("us_per_step")["mlp"]
     parts = per_step.drop(index=[sweep_profile.STEP, "telemetry, all parts",

@@ -48,7 +48,7 @@ def test_a_neutral_change_carries_its_runs_with_a_proof_and_a_real_one_does_not(
     runs["key"] = runs["scenario"].map(old).astype(runs["key"].dtype)
     traceset.rewrite_runs(traces, runs)
 
-    assert main(["provenance", "prove", "--against", str(base), "--traces", str(traces),
+    assert main(["results", "provenance", "prove", "--against", str(base), "--traces", str(traces),
                  "--scenarios", NEUTRAL, CHANGED]) == 0
     out = capsys.readouterr().out
     assert f"{CHANGED}: not proven (its traces differ)" in out
@@ -63,6 +63,6 @@ def test_a_neutral_change_carries_its_runs_with_a_proof_and_a_real_one_does_not(
 
 
 def test_against_a_folder_that_is_no_checkout_is_a_usage_error(tmp_path, capsys):
-    assert main(["provenance", "prove", "--against", str(tmp_path), "--traces",
+    assert main(["results", "provenance", "prove", "--against", str(tmp_path), "--traces",
                  str(ROOT / "results" / "traces")]) == 2
     assert "is not a bugzoo checkout" in capsys.readouterr().err

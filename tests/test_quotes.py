@@ -1,4 +1,4 @@
-"""The figures README and the guides quote are written from results/ (``bugzoo pages``), so a
+"""The figures README and the guides quote are written from results/ (``bugzoo results pages``), so a
 sentence can be reworded freely, a stale figure fails here, and no interval is typed by hand."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ HISTORICAL = {"docs/pages/scoring.md": ("## Real tools", "\n## ")}
 @pytest.mark.parametrize("page", PAGES)
 def test_every_quoted_figure_and_generated_block_is_current(page):
     found = stale((ROOT / page).read_text(), RESULTS)
-    assert found == [], f"stale figures in {page} (run `bugzoo pages`): {found}"
+    assert found == [], f"stale figures in {page} (run `bugzoo results pages`): {found}"
 
 
 def test_a_stale_figure_is_found_and_rewritten():

@@ -97,9 +97,9 @@ def test_replay_scores_as_the_live_sweep(sweep, tmp_path, capsys):
 def test_a_trace_set_replays_as_its_sweep_and_changes_nothing(sweep, tmp_path):
     before = snapshot(sweep)
     traces = tmp_path / "traces"
-    assert main(["traces", "export", str(sweep), "--out", str(traces)]) == 0
+    assert main(["results", "traces", "export", str(sweep), "--out", str(traces)]) == 0
     assert traceset.is_traceset(traces) and traceset.size_mb(traces) < 1
-    assert f"bugzoo traces export {sweep} --out {traces}" in (traces / "command.txt").read_text()
+    assert f"bugzoo results traces export {sweep} --out {traces}" in (traces / "command.txt").read_text()
     made = snapshot(traces)
     from_sweep = sealed_outcomes(traceset.stored_runs(sweep), REPLAYABLE, [])
     pd.testing.assert_frame_equal(sealed_outcomes(traceset.stored_runs(traces), REPLAYABLE, []),
@@ -120,7 +120,7 @@ def test_documented_replay_example(sweep, tmp_path, monkeypatch):
         argv = shlex.split(line.split("#")[0].replace("results/runs/dev", str(sweep)))
         assert argv[0] == "bugzoo" and main(argv[1:]) == 0, line
     assert traceset.is_traceset(traceset.DEFAULT_OUT)
-    assert "bugzoo traces export" in (traceset.DEFAULT_OUT / "command.txt").read_text()
+    assert "bugzoo results traces export" in (traceset.DEFAULT_OUT / "command.txt").read_text()
     board = pd.read_csv("results/runs/replayed/leaderboard.csv")
     assert set(REPLAYABLE) <= set(board["detector"])
 
@@ -138,8 +138,8 @@ def _without_layer_norms(sweep: Path, tmp_path: Path) -> Path:
      "detector stale_grads cannot be replayed: it is not sealed (reads the gradients"),
     (["bench", "--replay", "{sweep}", "--quick"], "takes --detectors and --out only"),
     (["bench", "--replay", "{sweep}", "--out", "{sweep}/tables"], "replay never changes it"),
-    (["traces", "export", "{empty}"], "holds no stored runs"),
-    (["traces", "export", "{sweep}", "--out", "{old}"], "is not a trace set"),
+    (["results", "traces", "export", "{empty}"], "holds no stored runs"),
+    (["results", "traces", "export", "{sweep}", "--out", "{old}"], "is not a trace set"),
 ])
 def test_bad_input_is_one_line_exit_2_and_changes_nothing(argv, fragment, sweep, tmp_path,
                                                           capsys):
@@ -182,7 +182,7 @@ def test_a_sweep_of_the_changed_scenarios_completes_a_trace_set(sweep, tmp_path)
     from bugzoo import release
 
     traces = tmp_path / "traces"
-    assert main(["traces", "export", str(sweep), "--out", str(traces)]) == 0
+    assert main(["results", "traces", "export", str(sweep), "--out", str(traces)]) == 0
     full = pd.read_parquet(traces / traceset.RUNS_FILE)
     assert full["key"].notna().all()
     edited = full.assign(key=full["key"].where(full["scenario"] != "lstm-lr_too_high",
@@ -190,7 +190,7 @@ def test_a_sweep_of_the_changed_scenarios_completes_a_trace_set(sweep, tmp_path)
     edited.to_parquet(traces / traceset.RUNS_FILE, index=False)  # as if lstm's code changed
     changed = tmp_path / "changed"
     shutil.copytree(sweep / "mlp-lr_too_high", changed / "mlp-lr_too_high")
-    assert main(["traces", "export", str(changed), "--out", str(traces),
+    assert main(["results", "traces", "export", str(changed), "--out", str(traces),
                  "--keep-unchanged"]) == 0
 
     runs = pd.read_parquet(traces / traceset.RUNS_FILE)
@@ -218,7 +218,7 @@ def test_a_trace_set_holds_events_and_measures_as_one_symptom_column(sweep, tmp_
         summary.write_text(json.dumps({**json.loads(summary.read_text()),
                                        "symptom_value": 2.5}))
     traces = tmp_path / "traces"
-    assert main(["traces", "export", str(mixed), "--out", str(traces)]) == 0
+    assert main(["results", "traces", "export", str(mixed), "--out", str(traces)]) == 0
     runs = pd.read_parquet(traces / traceset.RUNS_FILE).set_index("scenario")["symptom_value"]
     assert runs.dtype.kind == "f" or str(runs.dtype) == "Float64", runs.dtype
     assert set(runs.loc["mlp-lr_too_high"]) <= {0.0, 1.0}

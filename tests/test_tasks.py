@@ -220,7 +220,7 @@ def test_bad_input_is_a_one_line_error(task, tmp_path, capsys):
                 str(key)]) == 2
     assert "'losss' is not one of" in capsys.readouterr().err
     assert cli(["task", "frobnicate"]) == 2
-    assert "unknown task action 'frobnicate'" in capsys.readouterr().err
+    assert "unknown task command 'frobnicate'" in capsys.readouterr().err
 
 
 def test_the_committed_task_results_are_whole_and_quoted_as_they_are():
@@ -442,6 +442,6 @@ def test_the_harmless_table_covers_every_change_the_solver_draws_and_the_page_qu
 
 
 def test_task_harmless_names_an_unknown_model_in_one_line(capsys):
-    assert cli(["task", "harmless", "--models", "mlpp"]) == 2
+    assert cli(["task", "harmless", "--model", "mlpp"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "mlpp" in err and "choose from" in err

@@ -68,7 +68,7 @@ def test_only_an_underpowered_full_test_is_tested_again_over_more_seeds():
 def test_quick_validation_end_to_end_agrees_with_the_committed_table(tmp_path):
     """No regression: rerun scenarios through ``bugzoo validate`` on quick settings (5 seeds),
     expect each valid, and expect the committed table to test the same symptom."""
-    code = main(["validate", "--scenarios", *QUICK, "--seeds", "0,1,2,3,4", "--runs",
+    code = main(["results", "validate", "--scenarios", *QUICK, "--seeds", "0,1,2,3,4", "--runs",
                  str(tmp_path / "runs"), "--out", str(tmp_path), "--no-progress",
                  "harness.steps=80", "harness.eval_interval=40"])
     assert code == 0
@@ -78,7 +78,7 @@ def test_quick_validation_end_to_end_agrees_with_the_committed_table(tmp_path):
     assert (table.q_value >= table.p_value).all()  # Benjamini-Hochberg across the scenarios
     assert (table.valid == (table.q_value < ALPHA)).all()
     assert table.set_index("scenario").valid.to_dict() == dict.fromkeys(QUICK, True)
-    assert "bugzoo validate" in (tmp_path / "validity.md").read_text()
+    assert "bugzoo results validate" in (tmp_path / "validity.md").read_text()
     committed = ROOT / "results" / "validity.csv"
     if committed.is_file():
         reference = pd.read_csv(committed).set_index("scenario").loc[QUICK]
@@ -170,7 +170,7 @@ def test_validate_changed_reruns_only_the_rows_whose_code_or_settings_changed(tm
     pair, out = ["mlp-double_softmax", "mlp-frozen_from_start"], tmp_path / "out"
     quick = ["--seeds", "0,1", "--no-progress", "--out", str(out), "harness.steps=30",
              "harness.eval_interval=15"]
-    assert main(["validate", "--scenarios", *pair, "--runs", str(tmp_path / "a"), *quick]) == 0
+    assert main(["results", "validate", "--scenarios", *pair, "--runs", str(tmp_path / "a"), *quick]) == 0
     first = pd.read_csv(out / "validity.csv").set_index("scenario")
     assert first.key.notna().all() and (first.cpu_kernels != "").all()
     edited = first.copy()  # as if frozen_from_start's code had changed since
@@ -179,7 +179,7 @@ def test_validate_changed_reruns_only_the_rows_whose_code_or_settings_changed(tm
     edited.reset_index().to_csv(out / "validity.csv", index=False)
 
     runs = tmp_path / "b"
-    assert main(["validate", "--changed", "--scenarios", *pair, "--runs", str(runs),
+    assert main(["results", "validate", "--changed", "--scenarios", *pair, "--runs", str(runs),
                  *quick]) == 0
     after = pd.read_csv(out / "validity.csv").set_index("scenario")
     assert after.loc["mlp-double_softmax", "effect"] == 42.0
@@ -192,7 +192,7 @@ def test_validate_changed_reruns_only_the_rows_whose_code_or_settings_changed(tm
     assert "carried from the tables written here before" in (out / "validity.md").read_text()
 
     other_steps = [*quick[:-2], "harness.steps=31", "harness.eval_interval=15"]
-    assert main(["validate", "--changed", "--scenarios", "mlp-double_softmax", "--runs",
+    assert main(["results", "validate", "--changed", "--scenarios", "mlp-double_softmax", "--runs",
                  str(runs), *other_steps]) == 0  # new overrides: nothing stands
     assert pd.read_csv(out / "validity.csv").set_index("scenario").loc[
         "mlp-double_softmax", "effect"] != 42.0
@@ -201,6 +201,6 @@ def test_validate_changed_reruns_only_the_rows_whose_code_or_settings_changed(tm
     keyless.mkdir()
     after.drop(columns="key").reset_index().to_csv(keyless / "validity.csv", index=False)
     capsys.readouterr()
-    assert main(["validate", "--changed", "--scenarios", *pair, "--out", str(keyless),
+    assert main(["results", "validate", "--changed", "--scenarios", *pair, "--out", str(keyless),
                  "--runs", str(runs), "--no-progress"]) == 2
     assert "has no key column" in capsys.readouterr().err

@@ -54,7 +54,8 @@ CARD_TEXT = ("title", "symptom", "explanation", "buggy", "fixed")  # never empty
 
 @dataclass(frozen=True)
 class SymptomCheck:
-    """How ``bugzoo validate`` proves a bug's symptom against clean runs of the same settings.
+    """How ``bugzoo results validate`` proves a bug's symptom against clean runs of the same
+    settings.
 
     ``metric`` names an outcome of the run's summary (one of ``OUTCOMES``); ``direction`` says
     which way the buggy runs move: ``"lower"`` / ``"higher"`` for metrics compared with an

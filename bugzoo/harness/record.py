@@ -32,7 +32,7 @@ class DetectorStatus:
     ``error``: the first exception or time-budget overrun in one of its calls or hooks (the
     detector is not called again after one); ``seconds``: time spent inside its calls and hooks;
     ``call_share``: that time as a share of the run's wall time (not what a user pays per step:
-    a tool can slow the whole step, see ``bugzoo perf overhead``); ``alarms``: how many it
+    a tool can slow the whole step, see ``bugzoo results perf overhead``); ``alarms``: how many it
     raised; ``role``, ``scope``, ``distribution``, ``version``: what it is, what it watches
     and which installed distribution provided it.
     """

@@ -4,7 +4,7 @@ A trace set is one folder holding a whole sweep's observations in three Parquet 
 enough to commit: ``runs.parquet`` (one row per run: the scalars of its ``summary.json``, what
 scoring and a detector's RunView read), ``trace.parquet`` and ``layer_grad_norms.parquet``
 (every run's tables, keyed by ``run``), beside ``command.txt`` (the commands that made it).
-``bugzoo traces export <sweep>`` writes one; a float column is kept as float32 only where that
+``bugzoo results traces export <sweep>`` writes one; a float column is kept as float32 only where that
 loses nothing.
 """
 
@@ -213,7 +213,7 @@ def size_mb(folder: Path) -> float:
 
 
 def main(argv: list[str]) -> int:
-    p = ArgumentParser(prog="bugzoo traces",
+    p = ArgumentParser(prog="bugzoo results traces",
                        description="Trace sets: a sweep's observations, compact enough to "
                        "commit, for `bugzoo replay`.")
     sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -226,7 +226,7 @@ def main(argv: list[str]) -> int:
                           "sweep lacks and whose code is unchanged (a sweep of the changed "
                           "scenarios then completes the set)")
     args = p.parse_args(argv)
-    command = f"bugzoo traces export {args.sweep_dir}" + (
+    command = f"bugzoo results traces export {args.sweep_dir}" + (
         f" --out {args.out}" if Path(args.out) != DEFAULT_OUT else "") + (
         " --keep-unchanged" if args.keep_unchanged else "")
     out = export(Path(args.sweep_dir), Path(args.out), command, args.keep_unchanged)

@@ -109,7 +109,7 @@ def _interrupt(signum: int, frame) -> None:
 
 def measure_overhead(out: Path, models: list[str], detectors: list[str], workers: int,
                      blocks: int, progress: bool) -> None:
-    """What each detector and suite costs a user on each model, as ``bugzoo perf overhead``
+    """What each detector and suite costs a user on each model, as ``bugzoo results perf overhead``
     measures it (blocks interleaved with the bare loop, telemetry off there; setup, twin run
     and teardown counted in ``paid_x``), into ``<out>/overhead.csv``. Pairs already there are
     kept, so a resumed bench measures only what is missing."""

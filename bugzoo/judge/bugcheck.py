@@ -1,4 +1,4 @@
-"""``bugzoo check-bug <id>``: the bug author's check, twin of ``bugzoo check`` for detectors.
+"""``bugzoo check bug <id>``: the bug author's check, twin of ``bugzoo check`` for detectors.
 
 For a bug (built-in or plug-in) it checks, on short CPU runs of every model the bug lists:
 
@@ -11,7 +11,7 @@ For a bug (built-in or plug-in) it checks, on short CPU runs of every model the 
   code, the configuration a caller's frame holds, the Trainer the garbage collector finds)
   is the same in the buggy run and in its matched control, its disarmed twin;
 * ``validate`` over seeds 0-2, each scenario at its own length, moves the symptom metric the
-  declared way (3 seeds against 3 cannot prove it: ``bugzoo validate`` with 5 seeds does); a
+  declared way (3 seeds against 3 cannot prove it: ``bugzoo results validate`` with 5 seeds does); a
   scenario marked ``unproven`` gives its measured reason instead.
 
 Each model runs the bug's scenario there when one is registered (built-in or ``--include``d),
@@ -237,7 +237,7 @@ def _patches_reachable(start: object, limit: int) -> list[tuple]:
 def check_validate(bug: Bug, setting: Setting) -> str:
     """A sign check, not a test: the symptom metric moves the declared way on quick settings
     (an unproven scenario, which shows none in its setting, says why instead). 3 seeds against
-    3 cannot prove a symptom; ``bugzoo validate`` tests it over 5."""
+    3 cannot prove a symptom; ``bugzoo results validate`` tests it over 5."""
     if setting.unproven:
         return f"not required: the scenario is unproven ({setting.unproven})"
     metric, direction = bug.check.metric, bug.check.direction
@@ -253,7 +253,7 @@ def check_validate(bug: Bug, setting: Setting) -> str:
         else result.p_value < 0.5  # no finite buggy value: every buggy run was the worst
     seen = f"{metric} {direction}: effect {effect:+.3g}, p = {result.p_value:.2g}"
     what = (f"sign check ({len(QUICK_SEEDS)} seeds at the scenario's length; a sign, not a test: "
-            "`bugzoo validate` tests over 5 seeds)")
+            "`bugzoo results validate` tests over 5 seeds)")
     if not moved:
         raise BugCheckError(f"{what} did not see the symptom ({seen}; buggy {buggy}, "
                             f"clean {clean})")
@@ -291,9 +291,9 @@ def check_bug(bug_id: str, models: list[str] | None = None) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    p = ArgumentParser(prog="bugzoo check-bug", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="bugzoo check bug", description=__doc__.splitlines()[0])
     p.add_argument("bug", help="a bug id, e.g. double_softmax or mylab/label_noise")
-    p.add_argument("--models", nargs="+", metavar="MODEL",
+    p.add_argument("--model", dest="models", nargs="+", metavar="MODEL",
                    help="only these of the bug's models (default: all it lists)")
     args = p.parse_args(argv)
     passed, failed = 0, 0
@@ -305,7 +305,7 @@ def main(argv: list[str]) -> int:
             print(f"ok   {name}: {found}")
             passed += 1
     if failed:
-        print(f"bugzoo check-bug: {args.bug} breaks a rule of the catalogue in {failed} of "
+        print(f"bugzoo check bug: {args.bug} breaks a rule of the catalogue in {failed} of "
               f"{passed + failed} checks", file=sys.stderr)
         return 1
     print(f"{args.bug} passes all {passed} checks")

@@ -1,9 +1,9 @@
-"""``bugzoo perf changed``: what the ``--changed`` commands would redo after a typical edit.
+"""``bugzoo results perf changed``: what the ``--changed`` commands would redo after a typical edit.
 
 Each edit of :data:`EDITS` is made in a scratch copy of a checkout (this one, or ``--before``
 another, such as the last release's), and every key of the committed results is computed
 there and in an unedited copy, in a fresh interpreter each. A moved key is a result that
-``bugzoo traces export --keep-unchanged``, ``bugzoo validate --changed`` or ``bugzoo task
+``bugzoo results traces export --keep-unchanged``, ``bugzoo results validate --changed`` or ``bugzoo task
 ... --changed`` would make again. Seconds are estimated from the run times the published dev
 traces recorded: a dev run at its own ``wall_s``, a validity row at its scenario's mean run
 time for the 5 buggy and 5 control runs it trains (a health row: 5 runs).

@@ -37,7 +37,7 @@ from torch import nn
 from bugzoo.bugs import CATEGORIES, Bug, bug_modules, get_bug
 from bugzoo.config import compose_run
 from bugzoo.detector import Alarm, Detector
-from bugzoo.detector_registry import load_detector
+from bugzoo.detector_registry import load_detector, user_params
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import honeypot
 from bugzoo.harness.record import RunResult
@@ -494,7 +494,7 @@ def _bound(check: Callable[[Factory], None]) -> Callable:
 
 
 def main(argv: list[str]) -> int:
-    p = ArgumentParser(prog="bugzoo check",
+    p = ArgumentParser(prog="bugzoo check detector",
                        description="Run the conformance suite on one detector.")
     p.add_argument("detector", help="an installed detector's entry-point name")
     p.add_argument("params", nargs="*", metavar="KEY=VALUE", help="detector parameters")
@@ -509,6 +509,7 @@ def main(argv: list[str]) -> int:
             raise UsageError(f"detector parameters are KEY=VALUE, got {item!r}")
         params[key] = yaml.safe_load(value)
     make = detector_factory(args.detector, **params)
+    user_params(args.detector, params)  # and in the ranges the detector declares
     checks = [c for c in CHECKS if not args.only or c.__name__ in args.only]
     for check in checks:
         try:

@@ -6,7 +6,7 @@ loss, the validation accuracy, the gradient norm and one panel chosen by the bug
 Scenarios whose bug is there from step 0 go into ``<bug>.png``, those that start mid-run into
 ``<bug>-midrun.png``. Lines are the median over seeds, bands span min..max; a dashed line marks
 the onset, a dotted one the first non-finite loss, and a box says where runs crashed or hung.
-Runs are shared with ``bugzoo validate`` (``results/runs/validity``) and reused.
+Runs are shared with ``bugzoo results validate`` (``results/runs/validity``) and reused.
 """
 
 from __future__ import annotations
@@ -233,18 +233,19 @@ def main(argv: list[str]) -> int:
     p = ArgumentParser(prog="bugzoo curves", description=__doc__.splitlines()[0],
                        parents=[sweep_parser()])
     p.add_argument("bug")
-    p.add_argument("overrides", nargs="*",
-                   help="model=M to pick models (repeatable), or run-setting overrides")
+    p.add_argument("overrides", nargs="*", help="run-setting overrides (KEY=VALUE)")
+    p.add_argument("--model", dest="models", nargs="+", default=[], metavar="MODEL",
+                   help="the models to draw (default: every model the bug applies to)")
     p.add_argument("--runs", default="results/runs/validity")
     p.add_argument("--out", default="results/curves")
     args = p.parse_intermixed_args(argv)
     options = sweep_options(args, VALIDITY_SEEDS)
     get_bug(args.bug)
-    models = [o.split("=", 1)[1] for o in args.overrides if o.startswith("model=")]
+    models = args.models
     for m in models:
         if m not in ALL_MODELS:
             raise unknown_choice("model", m, ALL_MODELS)
-    overrides = [o for o in args.overrides if not o.startswith("model=")]
+    overrides = args.overrides
     pngs = curves(args.bug, models, options.patterns, options.seeds,
                   store.ensure_writable(Path(args.runs)), Path(args.out), options.workers,
                   overrides, command_line("curves", argv), options.progress)

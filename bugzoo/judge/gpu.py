@@ -1,11 +1,14 @@
-"""``bugzoo gpu``: the GPU pass, what a CUDA machine shows that a CPU one cannot.
+"""``bugzoo results gpu``: the GPU pass, what a CUDA machine shows that a CPU one cannot.
 
-Stages, in order (``STAGES``): the machine's facts; the quick bench; the whole catalogue at one
-seed with the default suite, beside the CPU reference runs; ``device_mismatch``'s validity and
-curves; the precision bugs in real half precision beside their GradScaler controls; the
-data-time share of ``dataloader_bottleneck``; detector overhead; one seed of the clean
-scenarios trained twice, with and without deterministic kernels; and one seed of the whole
-catalogue trained twice, to find the traces that differ.
+Stages, most valuable first (``STAGES``): the machine's facts; ``device_mismatch``'s validity
+and curves; the precision bugs in real half precision beside their GradScaler controls;
+bugzoo-bench Lite on a fresh test split, its traces scored sealed; detector overhead; the whole
+catalogue at one seed with the default suite, beside the CPU reference runs; the data-time
+share of ``dataloader_bottleneck``; one seed of the clean scenarios trained twice, with and
+without deterministic kernels; the quick bench; and one seed of the whole catalogue trained
+twice, to find the traces that differ. ``--budget-s`` (480 s by default, what a GPU loan
+leaves) starts only the stages whose planned time, scaled to the cores it finds, still fits,
+and names the others for the next pass.
 
 Each stage writes ``<out>/<stage>.md`` (and tables beside it), each naming the device, the torch
 version and the commands that made it. A stage whose ``.md`` is there is skipped, so a pass cut
@@ -43,6 +46,7 @@ from bugzoo.scenarios import get_scenario
 
 log = logging.getLogger(__name__)
 
+BUDGET_S = 480.0  # what a GPU loan leaves for the pass
 CPU_REFERENCE = Path("results/traces/runs.parquet")  # the published CPU runs, seeds 0-2
 DRY_OVERRIDES = ("harness.device=cpu", "harness.steps=20", "harness.eval_interval=10")
 # a dry run's benches: two detectors stand in for the suite (the same code path, a tenth of the
@@ -157,6 +161,18 @@ def quick(p: Pass) -> None:
                 demoted((runs / "leaderboard.md").read_text()), tables={"quick": board})
 
 
+def lite(p: Pass) -> None:
+    runs = p.runs / "lite"
+    # the 2.0 board as a plain bench makes it: a fresh test split, traces collected once and
+    # the sealed detectors scored outside the runs; a dry run on two mlp scenarios
+    scenarios = (["--split", "test", "--scenarios", "mlp-double_softmax", "mlp-clean-lr_x0p3",
+                  "--no-overhead", *DRY_DETECTORS] if p.dry else [])
+    p.verb("bench", bench.main, [*scenarios, *p.sweep_args(runs), *p.overrides])
+    board = pd.read_csv(runs / "leaderboard.csv")
+    write_stage(p, "lite", "bugzoo-bench Lite on CUDA, scored sealed",
+                demoted((runs / "leaderboard.md").read_text()), tables={"lite": board})
+
+
 def catalogue(p: Pass) -> None:
     runs = p.runs / "catalogue"
     scenarios = (["--scenarios", "mlp-double_softmax", "mlp-lr_too_high", "lstm-frozen_layers",
@@ -235,7 +251,7 @@ def beside_cpu(cuda: pd.DataFrame, cpu: pd.DataFrame) -> pd.DataFrame:
 
 
 def validated(p: Pass, name: str, patterns: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``bugzoo validate`` on ``patterns`` over the pass's seeds: its validity and health
+    """``bugzoo results validate`` on ``patterns`` over the pass's seeds: its validity and health
     tables."""
     tables = p.runs / f"{name}-tables"
     p.verb("validate", validity.main, ["--scenarios", *patterns, "--seeds", p.seeds,
@@ -336,7 +352,7 @@ def data_time(p: Pass) -> None:
 
 def overhead(p: Pass) -> None:
     tables = p.runs / "overhead-tables"
-    limited = ["--models", "mlp", *DRY_DETECTORS] if p.dry else []
+    limited = ["--model", "mlp", *DRY_DETECTORS] if p.dry else []
     # timing pairs share the GPU: fewer at once keeps one pair's blocks from slowing another's
     workers = str(max(1, min(p.workers, 4)))
     p.verb("perf", perf.main, ["overhead", "--out", str(tables), "--workers", workers,
@@ -413,50 +429,74 @@ def repeat(p: Pass) -> None:
                 tables={"repeat": table})
 
 
-STAGES: dict[str, tuple[Callable[[Pass], None], float]] = {
-    # stage -> (what it does, minutes planned on an H100 with 16 cores)
-    "environment": (environment, 0.2),
-    "quick": (quick, 1.0),
-    "catalogue": (catalogue, 8.0),
-    "device_mismatch": (device_mismatch, 1.5),
-    "precision": (precision, 1.5),
-    "data_time": (data_time, 2.0),
-    "overhead": (overhead, 6.0),
-    "determinism": (determinism, 1.5),
-    "repeat": (repeat, 5.0),
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the pass and what it is planned to take: minutes on a 16-core GPU machine
+    (its CPU-bound share, most of it, scales with the cores found), and seconds as a dry run
+    (measured on 2 cores, with a margin)."""
+
+    make: Callable[[Pass], None]
+    gpu_minutes: float
+    dry_s: float
+
+
+# the stages, most valuable first: what only a GPU shows, then the 2.0 board on it, then its
+# costs, then the comparisons with the CPU
+STAGES: dict[str, Stage] = {
+    "environment": Stage(environment, 0.2, 1),
+    "device_mismatch": Stage(device_mismatch, 1.5, 15),
+    "precision": Stage(precision, 1.5, 5),
+    "lite": Stage(lite, 3.0, 10),
+    "overhead": Stage(overhead, 6.0, 5),
+    "catalogue": Stage(catalogue, 8.0, 10),
+    "data_time": Stage(data_time, 2.0, 5),
+    "determinism": Stage(determinism, 1.5, 5),
+    "quick": Stage(quick, 1.0, 10),
+    "repeat": Stage(repeat, 5.0, 5),
 }
+PLANNED_CORES = 16  # the machine the stages' minutes were planned on (an H100 with 16 cores)
 
 
-def run_pass(p: Pass, stages: list[str], time_limit_s: float) -> list[str]:
-    """Run the ``stages`` not done yet, in order, each only if its planned time fits in what
-    is left of ``time_limit_s``; returns the stages that failed."""
+def planned_s(name: str, dry: bool, cores: int) -> float:
+    """How long stage ``name`` is planned to take here: its dry seconds, or its GPU minutes
+    scaled to ``cores``."""
+    stage = STAGES[name]
+    return stage.dry_s if dry else stage.gpu_minutes * 60 * max(1.0, PLANNED_CORES / cores)
+
+
+def run_pass(p: Pass, stages: list[str], budget_s: float) -> tuple[list[str], list[str]]:
+    """Run the ``stages`` not done yet, in order, each only if its planned time on this
+    machine fits in what is left of ``budget_s``; returns the stages that failed and those
+    left for a later pass."""
     p.out.mkdir(parents=True, exist_ok=True)
-    start, failed = time.monotonic(), []
+    start, failed, left_over = time.monotonic(), [], []
     for name in stages:
-        make, minutes = STAGES[name]
-        left = time_limit_s - (time.monotonic() - start)
+        planned = planned_s(name, p.dry, os.cpu_count() or 1)
+        left = budget_s - (time.monotonic() - start)
         if (p.out / f"{name}.md").is_file():
             log.info("gpu pass: %s done already (%s)", name, p.out / f"{name}.md")
             continue
-        if minutes * 60 > left:
+        if planned > left:
             log.info("gpu pass: %s not started: planned %.1f min, %.1f min left", name,
-                     minutes, left / 60)
+                     planned / 60, left / 60)
+            left_over.append(name)
             continue
-        log.info("gpu pass: %s (planned %.1f min, %.1f min left)", name, minutes, left / 60)
+        log.info("gpu pass: %s (planned %.1f min, %.1f min left)", name, planned / 60,
+                 left / 60)
         began = time.monotonic()
         p.ran.clear()
         try:
-            make(p)
+            STAGES[name].make(p)
         except Exception:  # one stage's failure must not cost the others their lease time
             log.error("gpu pass: %s FAILED\n%s", name, traceback.format_exc())
             failed.append(name)
             continue
         log.info("gpu pass: %s done in %.1f min", name, (time.monotonic() - began) / 60)
-    return failed
+    return failed, left_over
 
 
 def main(argv: list[str]) -> int:
-    p = ArgumentParser(prog="bugzoo gpu", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="bugzoo results gpu", description=__doc__.splitlines()[0])
     p.add_argument("--stages", nargs="+", metavar="STAGE",
                    help=f"stages to run, in the pass's order (default: all: {', '.join(STAGES)})")
     p.add_argument("--dry-run", action="store_true",
@@ -468,8 +508,11 @@ def main(argv: list[str]) -> int:
                    "results/runs/gpu-dry with --dry-run)")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                    help="runs in parallel (default: one per CPU)")
-    p.add_argument("--time-limit-s", type=float, default=float("inf"),
-                   help="start no stage whose planned time no longer fits in this many seconds")
+    p.add_argument("--budget-s", "--time-limit-s", dest="budget_s", type=float,
+                   default=BUDGET_S,
+                   help="start no stage whose planned time on this machine no longer fits in "
+                   f"this many seconds (default: {BUDGET_S:.0f}, a GPU loan's 15 minutes less "
+                   "its start and the hand-back)")
     p.add_argument("--redo", action="store_true",
                    help="make the stages' files again, even where they are there (runs already "
                    "stored under --runs are reused; delete that folder to train them again)")
@@ -486,12 +529,14 @@ def main(argv: list[str]) -> int:
     out = Path(args.out or (runs / "files" if args.dry_run else "results/gpu"))
     stages = [s for s in STAGES if s in (args.stages or STAGES)]
     gpu_pass = Pass(store.ensure_writable(out), store.ensure_writable(runs), args.dry_run,
-                    args.workers, command_line("gpu", argv))
+                    args.workers, command_line("results gpu", argv))
     if args.redo:
         for name in stages:
             (out / f"{name}.md").unlink(missing_ok=True)
-    failed = run_pass(gpu_pass, stages, args.time_limit_s)
+    failed, left_over = run_pass(gpu_pass, stages, args.budget_s)
     done = [s for s in stages if (out / f"{s}.md").is_file()]
     print(f"gpu pass: {len(done)} of {len(stages)} stages done -> {out}"
-          + (f"; failed: {', '.join(failed)}" if failed else ""))
+          + (f"; failed: {', '.join(failed)}" if failed else "")
+          + (f"; left for the next pass (they did not fit): {', '.join(left_over)}"
+             if left_over else ""))
     return 1 if failed else 0

@@ -8,7 +8,7 @@ working tree as wheels:
   ``.whl/`` (ignored by git);
 * there: ``python3 -m bugzoo.judge.gpu_setup run [PASS OPTIONS]`` installs the wheels that are
   missing and bugzoo itself (editable) without touching the network, then runs
-  ``bugzoo gpu [PASS OPTIONS]`` in a fresh interpreter that sees them.
+  ``bugzoo results gpu [PASS OPTIONS]`` in a fresh interpreter that sees them.
 
 Standard library only, since it runs before hydra is installed.
 """
@@ -85,7 +85,7 @@ def install_and_run(folder: Path, pass_args: list[str]) -> int:
         pip("install", "-q", "--no-index", "--no-deps", "--no-compile", *map(str, wheels))
     # editable, so the pass writes into this checkout; the machine's own setuptools builds it
     pip("install", "-q", "--no-index", "--no-deps", "--no-build-isolation", "-e", str(ROOT))
-    return subprocess.run([sys.executable, "-m", "bugzoo.cli", "gpu", *pass_args],
+    return subprocess.run([sys.executable, "-m", "bugzoo.cli", "results", "gpu", *pass_args],
                           cwd=ROOT).returncode
 
 

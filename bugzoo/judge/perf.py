@@ -1,4 +1,4 @@
-"""``bugzoo perf``: speed figures, measured as ratios within one process.
+"""``bugzoo results perf``: speed figures, measured as ratios within one process.
 
 * ``baselines`` — per model, one clean run on its defaults: initial loss vs log(C), single-batch
   overfit, val and holdout accuracy, and the wall time (median of 3).
@@ -338,11 +338,11 @@ def write(table: pd.DataFrame, out: Path, name: str, title: str, command: str, n
 
 
 def main(argv: list[str]) -> int:
-    p = ArgumentParser(prog="bugzoo perf", description=__doc__.splitlines()[0],
+    p = ArgumentParser(prog="bugzoo results perf", description=__doc__.splitlines()[0],
                        parents=[sweep_parser()])
     p.add_argument("what", choices=["baselines", "overhead", "sweep", "profile", "rescore",
                                     "changed"])
-    p.add_argument("--models", nargs="+", default=list(BUILTIN), metavar="MODEL",
+    p.add_argument("--model", dest="models", nargs="+", default=list(BUILTIN), metavar="MODEL",
                    help=f"default: all ({', '.join(BUILTIN)})")
     p.add_argument("--detectors", nargs="+", metavar="NAME",
                    help="names or selectors, as bench takes them (default: 'default tools')")
@@ -359,7 +359,7 @@ def main(argv: list[str]) -> int:
         MODELS.check(model)
     out = store.ensure_writable(Path(args.out))
     torch.set_num_threads(1)
-    command = command_line("perf", argv)
+    command = command_line("results perf", argv)
     if args.what == "baselines":
         path = write(baselines(args.models), out, "baselines", "Clean baselines", command)
     elif args.what == "sweep":
@@ -394,7 +394,7 @@ def main(argv: list[str]) -> int:
 
 def write_profile(patterns: list[str] | None, seed: int, workers: int, models: list[str],
                   out: Path, command: str) -> Path:
-    """``bugzoo perf profile``: the phases in ``profile.csv``, the slots in
+    """``bugzoo results perf profile``: the phases in ``profile.csv``, the slots in
     ``profile_sweep.csv``, telemetry per step in ``profile_telemetry.csv``, all in
     ``profile.md``."""
     profile = profile_sweep(patterns, seed, workers, models, progress=log.info)
@@ -420,8 +420,8 @@ def overhead_detectors() -> list[str]:
 CHANGED_NOTE = (
     "Each edit is made in a scratch copy of the checkout, and every key of the committed "
     "results is computed there and in an unedited copy: a moved key is a result the "
-    "`--changed` commands make again (`bugzoo traces export --keep-unchanged` for the dev "
-    "runs, `bugzoo validate --changed`, `bugzoo task validate|set|agents --changed`). Seconds "
+    "`--changed` commands make again (`bugzoo results traces export --keep-unchanged` for the dev "
+    "runs, `bugzoo results validate --changed`, `bugzoo task validate|set|agents --changed`). Seconds "
     "are estimated from the run times the published dev traces recorded (a validity row: its "
     "5 buggy and 5 control runs at their scenarios' mean; a health row: 5 runs), on 1 worker; "
     "the task tables' rows are counted, not timed.")

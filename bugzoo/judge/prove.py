@@ -1,4 +1,4 @@
-"""``bugzoo provenance prove``: carry stored runs across a change that computes the same traces.
+"""``bugzoo results provenance prove``: carry stored runs across a change that computes the same traces.
 
 A run's key moves with any change of the code it reaches, a refactor too. This proves such a
 change neutral instead of remaking every run: for each scenario of a trace set whose runs
@@ -8,7 +8,7 @@ this machine, in the same configuration (its buggy run and its disarmed twin, or
 healthy run). Where every trace digest agrees, the scenario's stored runs are given today's
 key and the proof joins ``provenance.csv`` beside the trace set; where any differs, or a run
 cannot be made in one process (a distributed scenario), the runs keep their key and are
-remade by the next ``bugzoo traces export --keep-unchanged``. Two checkouts on one machine
+remade by the next ``bugzoo results traces export --keep-unchanged``. Two checkouts on one machine
 round alike, so the comparison is fair whatever machine made the stored runs.
 """
 
@@ -77,7 +77,7 @@ def prove(traces: Path, against: Path, patterns: list[str] | None = None) -> pd.
     """Prove the stale scenarios of the trace set ``traces`` neutral between ``against`` and
     this checkout; carry those proven. One row per stale scenario, with its verdict."""
     if not traceset.is_traceset(traces):
-        raise UsageError(f"{traces} is not a trace set (bugzoo traces export writes one)")
+        raise UsageError(f"{traces} is not a trace set (bugzoo results traces export writes one)")
     if not (against / "bugzoo" / "release.py").is_file():
         raise UsageError(f"--against {against} is not a bugzoo checkout")
     stored = pd.read_parquet(traces / traceset.RUNS_FILE)
@@ -134,7 +134,7 @@ def carry(traces: Path, stored: pd.DataFrame, proven: pd.DataFrame) -> None:
 
 
 def main(argv: list[str]) -> int:
-    p = ArgumentParser(prog="bugzoo provenance", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="bugzoo results provenance", description=__doc__.splitlines()[0])
     p.add_argument("action", choices=["prove"])
     p.add_argument("--against", type=Path, required=True, metavar="CHECKOUT",
                    help="a checkout of the code that made the stored runs")
@@ -147,5 +147,5 @@ def main(argv: list[str]) -> int:
     for row in verdicts[~verdicts["proven"]].itertuples():
         print(f"{row.scenario}: not proven ({row.why})")
     print(f"{proven} of {len(verdicts)} stale scenarios proven neutral and carried "
-          f"({command_line('provenance', argv)})")
+          f"({command_line('results provenance', argv)})")
     return 0

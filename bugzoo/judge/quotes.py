@@ -2,8 +2,8 @@
 
 A page quotes a figure inline as ``<!--fig:NAME(ARGS)-->VALUE<!--/fig-->`` (an HTML comment,
 so Markdown shows only the value), and a generated table as a block (``<!-- NAME:start -->``
-... ``<!-- NAME:end -->``, :mod:`bugzoo.docblocks`). ``bugzoo pages`` writes every value and
-block from the committed results; ``bugzoo pages --check`` (and ``tests/test_quotes.py``) lists
+... ``<!-- NAME:end -->``, :mod:`bugzoo.docblocks`). ``bugzoo results pages`` writes every value and
+block from the committed results; ``bugzoo results pages --check`` (and ``tests/test_quotes.py``) lists
 those that are stale. The sentence around a figure is free text: rewording it fails nothing.
 
 A figure's arguments are separated by ", ". A key of a board's row (``board(suite: built-ins,
@@ -533,14 +533,14 @@ def stale(text: str, r: Results) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = ArgumentParser(prog="bugzoo pages", description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(prog="bugzoo results pages", description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true",
                         help="change nothing: list the stale figures and exit 1 if any")
     parser.add_argument("--results", type=Path, default=ROOT / "results",
                         help="the results folder the figures come from (default: results/)")
     args = parser.parse_args(argv)
     if not (ROOT / "README.md").is_file():
-        raise UsageError(f"bugzoo pages writes the pages of a checkout; {ROOT} is not one")
+        raise UsageError(f"bugzoo results pages writes the pages of a checkout; {ROOT} is not one")
     r, found = Results(args.results), []
     for page in PAGES:
         path = ROOT / page

@@ -5,16 +5,16 @@ A page names its own command in a line "Regenerate with `...`" or "Made by `...`
 is its first heading; the tables beside it (same folder, same stem, or the stem and ``_...``)
 belong to it. Files without such a page have a fixed entry here. A file that no entry covers is
 an error, so the index cannot fall behind the folder. Write it with
-``python3 -m bugzoo.judge.results_index``; ``tests/test_docs.py`` checks the committed copy.
+``bugzoo results index``; ``tests/test_docs.py`` checks the committed copy.
 """
 
 from __future__ import annotations
 
-import argparse
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from bugzoo.errors import ArgumentParser, UsageError
 
 INDEX = "README.md"
 IGNORED = {"runs", "report"}  # raw runs and the HTML report: made locally, never committed
@@ -91,7 +91,7 @@ FIXED = [
           "--publish` (bugzoo 1.0.0)", linked=False),
     Entry(("release.json",), "The release's manifest: every scenario's config, bug code and "
           "data generator hashes, the shared code's hash and the release digest every run "
-          "carries", "`python -m bugzoo.release`", linked=False),
+          "carries", "`bugzoo results release`", linked=False),
     Entry(("tools.md",), "The real tools (PyTorch anomaly mode, Cockpit, TrainCheck) on the "
           "0.1 scoring (each buggy run against every clean run, seeds 0-2), beside the suite "
           "on the same runs",
@@ -127,11 +127,11 @@ FIXED = [
           "row per solver and task",
           "`bugzoo task agents --set results/runs/tasks`"),
     Entry(("health.csv",), "Every clean scenario's validation accuracy over 5 seeds beside its "
-          "model's default (also a section of `validity.md`)", "`bugzoo validate`",
+          "model's default (also a section of `validity.md`)", "`bugzoo results validate`",
           linked=False),
     Entry(("language.csv",), "The causal language model on its defaults over 5 seeds: its "
           "validation loss beside the source's entropy, and its generation gap, each against "
-          "its stated margin (also the last section of `validity.md`)", "`bugzoo validate`",
+          "its stated margin (also the last section of `validity.md`)", "`bugzoo results validate`",
           linked=False),
     Entry(("curves/*.png", "curves/*.parquet"), "Symptom curves per bug (`<bug>.png`, and "
           "`<bug>-midrun.png` for bugs that start mid-run), with the plotted data",
@@ -140,7 +140,7 @@ FIXED = [
           "beside its disarmed twin) as one compact trace set, for `bugzoo replay "
           "results/traces`; `command.txt` records the commands and versions",
           "`bugzoo bench --sweep dev --detectors never_alarm --no-overhead` then "
-          "`bugzoo traces export results/runs/dev`", linked=False),
+          "`bugzoo results traces export results/runs/dev`", linked=False),
 ]
 
 GUIDE = """\
@@ -199,7 +199,7 @@ results/traces` scores such a detector on the whole catalogue without training.
 
 ## The GPU pass
 
-`gpu/` is what `bugzoo gpu` measured on a CUDA machine. Each stage writes `<stage>.md`, naming
+`gpu/` is what `bugzoo results gpu` measured on a CUDA machine. Each stage writes `<stage>.md`, naming
 the device, the torch version and the commands it ran, and its tables, whose first two columns
 are the device and the torch version. The CPU files above are the bitwise-reproducible
 reference; compare GPU figures with them as distributions, not run for run.
@@ -264,7 +264,7 @@ def render(results: Path) -> str:
     lines = ["# Results", "",
              "The committed reference outputs of bugzoo. Each row names the command that "
              "regenerates it; raw runs go to `results/runs/`, which is not committed. This page "
-             "is made by `python3 -m bugzoo.judge.results_index`: edit that module, not this "
+             "is made by `bugzoo results index` (`bugzoo/judge/results_index.py`): edit that module, not this "
              "file.", "",
              "| files | what | made by |", "|---|---|---|"]
     lines += [f"| {cell(e)} | {e.what} | {e.command} |" for e in entries(results)]
@@ -279,19 +279,13 @@ def write(results: Path, out: Path | None = None) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python3 -m bugzoo.judge.results_index [--results DIR] [--out FILE]``."""
-    p = argparse.ArgumentParser(prog="python3 -m bugzoo.judge.results_index",
-                                description=__doc__.splitlines()[0])
+    """``bugzoo results index [--results DIR] [--out FILE]``."""
+    p = ArgumentParser(prog="bugzoo results index", description=__doc__.splitlines()[0])
     p.add_argument("--results", type=Path, default=Path("results"), help="default: results")
     p.add_argument("--out", type=Path, help="default: <results>/README.md")
     args = p.parse_args(argv)
     try:
         print(write(args.results, args.out))
     except ValueError as e:
-        print(f"results_index: error: {e}", file=sys.stderr)
-        return 2
+        raise UsageError(str(e)) from None
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""``bugzoo perf profile``: where a sweep's wall time goes, phase by phase.
+"""``bugzoo results perf profile``: where a sweep's wall time goes, phase by phase.
 
 The sweep is the one a bench plans (each buggy run beside its disarmed twin, the healthy
 variants, the default detectors watching), at one seed. It is measured twice, and telemetry

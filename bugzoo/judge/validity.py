@@ -1,4 +1,4 @@
-"""``bugzoo validate``: prove every scenario's bug manifests against its clean control.
+"""``bugzoo results validate``: prove every scenario's bug manifests against its clean control.
 
 For each buggy scenario, its bug's declared symptom metric (``Bug.check``) is compared over
 several seeds between the buggy runs and runs of the scenario's matched control (the clean
@@ -321,7 +321,7 @@ def carried_rows(out_dir: Path, chosen: list[str], seeds: list[int],
         table = pd.read_csv(path) if path.is_file() else pd.DataFrame(columns=["key"])
         if "key" not in table:
             raise UsageError(f"{path} has no key column (written before --changed existed): "
-                             "run a full `bugzoo validate` once")
+                             "run a full `bugzoo results validate` once")
         tables[name] = table
     validity, health, language = tables["validity"], tables["health"], tables["language"]
     validity = validity[validity.scenario.isin(chosen)] if len(validity) else validity
@@ -445,7 +445,7 @@ def write_tables(table: pd.DataFrame, healthy: pd.DataFrame, out_dir: Path,
 
 
 def main(argv: list[str]) -> int:
-    p = ArgumentParser(prog="bugzoo validate", description=__doc__.splitlines()[0],
+    p = ArgumentParser(prog="bugzoo results validate", description=__doc__.splitlines()[0],
                        parents=[sweep_parser()])
     p.add_argument("overrides", nargs="*", help="run-setting overrides, e.g. harness.steps=100")
     p.add_argument("--runs", default="results/runs/validity", help="where runs are stored")
@@ -488,7 +488,7 @@ def main(argv: list[str]) -> int:
     made = len(table) + len(healthy)
     table = with_q_values(merged(table, carried.validity))
     healthy = merged(healthy, carried.health)
-    write_tables(table, healthy, Path(args.out), command_line("validate", argv), language,
+    write_tables(table, healthy, Path(args.out), command_line("results validate", argv), language,
                  carried=len(table) + len(healthy) - made)
     included = table[(table.excluded == "") & (table.unproven == "")] if len(table) else table
     print(f"{int(included.valid.sum()) if len(table) else 0} of {len(included)} default-sweep "

@@ -110,7 +110,7 @@ def observed(bug: Bug) -> str:
 
 
 def checked_as(bug: Bug) -> str:
-    """How ``bugzoo validate`` compares the bug's runs with clean ones, in the summary's terms."""
+    """How ``bugzoo results validate`` compares the bug's runs with clean ones, in the summary's terms."""
     metric, direction = bug.check.metric, bug.check.direction
     if direction == "event":
         return f"{metric}, an event: in buggy runs more often than in clean runs"

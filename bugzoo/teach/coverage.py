@@ -1,4 +1,4 @@
-"""``bugzoo coverage``: which leaves of the published fault taxonomies the catalogue plants.
+"""``bugzoo results coverage``: which leaves of the published fault taxonomies the catalogue plants.
 
 Every bug declares the leaves it plants (``Bug.taxonomy``, keys of :mod:`bugzoo.taxonomy`),
 literally or partly. This tallies the declarations per source and per Humbatova branch, and
@@ -139,12 +139,12 @@ def coverage_page(bugs: list[Bug], command: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    p = ArgumentParser(prog="bugzoo coverage", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="bugzoo results coverage", description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=Path("results"),
                    help=f"folder for {COVERAGE_FILE} (default: results)")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / COVERAGE_FILE
-    path.write_text(coverage_page(list_bugs(), command_line("coverage", argv)))
+    path.write_text(coverage_page(list_bugs(), command_line("results coverage", argv)))
     print(f"wrote {path}")
     return 0

@@ -5,7 +5,7 @@ unproven), and a question is asked only when its own runs show the symptom its c
 in the check's direction. Each question shows a buggy run next to its clean control (sparklines, summary numbers and an
 anonymous PNG of the curves) without naming the bug, offers four bugs to choose from, then
 reveals the bug's card: BUGGY and FIXED code and the explanation. Answers are read from stdin
-line by line (a letter A-D), so a quiz can be scripted. Runs come from ``bugzoo validate``'s
+line by line (a letter A-D), so a quiz can be scripted. Runs come from ``bugzoo results validate``'s
 store when present, else are made once with short settings and cached.
 """
 
@@ -292,7 +292,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--category", help=f"only bugs of this category ({', '.join(CATEGORIES)})")
     p.add_argument("--model", help=f"only scenarios of this model ({', '.join(ALL_MODELS)})")
     p.add_argument("--runs", type=Path, default=Path("results/runs/validity"),
-                   help="stored runs to show (from bugzoo validate)")
+                   help="stored runs to show (from bugzoo results validate)")
     p.add_argument("--cache", type=Path, default=Path("results/runs/quiz"),
                    help="where missing runs are made and kept")
     p.add_argument("--steps", type=int, default=100, help="steps of runs made for the quiz")

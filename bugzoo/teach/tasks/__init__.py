@@ -12,6 +12,6 @@
   :mod:`~bugzoo.teach.tasks.rules`); :mod:`~bugzoo.teach.tasks.taskset` makes the task set and
   scores the solvers in ``results/agents.md``; :mod:`~bugzoo.teach.tasks.harmless` checks the
   changes ``oracle_variant`` draws against each model's clean script.
-* :mod:`~bugzoo.teach.tasks.interview` makes an interview pack; :mod:`~bugzoo.teach.tasks.command`
-  is ``bugzoo task``.
+* :mod:`~bugzoo.teach.tasks.interview` makes an interview pack. ``bugzoo task ACTION`` is the
+  command line's table (:mod:`bugzoo.cli`).
 """

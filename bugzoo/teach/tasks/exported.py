@@ -1,7 +1,7 @@
 """``bugzoo task validate``: every exported buggy script shows its symptom against its fixed twin.
 
 An export is a second implementation of its bug, so it is proven on its own, the way
-``bugzoo validate`` proves the catalogue: both task scripts of each exportable scenario train
+``bugzoo results validate`` proves the catalogue: both task scripts of each exportable scenario train
 with the validity seeds (0-4), each script in a process of its own; the script's own summary
 gives the bug's declared symptom metric; the catalogue's one-sided test
 (:func:`bugzoo.judge.validity.compare`: exact permutation test of rank sums, Fisher's exact test
@@ -142,7 +142,7 @@ def report(table: pd.DataFrame, command: str, carried: int = 0) -> str:
             "rank sums; Fisher's exact test for events), Benjamini-Hochberg q-values across "
             f"the scenarios, valid at q < {ALPHA}. Effect: difference of medians (of event "
             "rates for events), buggy minus fixed, with its 95% percentile-bootstrap interval. "
-            "*catalogue*: whether `bugzoo validate` "
+            "*catalogue*: whether `bugzoo results validate` "
             "proves the scenario itself or the catalogue declares it unproven (`results/"
             f"validity.md`).{carried_note(carried)}\n\n**{int(table['valid'].sum())} of "
             f"{len(table)} exported pairs are valid.** Of the {len(invalid)} others, "

@@ -87,7 +87,7 @@ def page(table: pd.DataFrame, command: str) -> str:
 
 def main(argv: list[str]) -> int:
     p = ArgumentParser(prog="bugzoo task harmless", description=__doc__.splitlines()[0])
-    p.add_argument("--models", nargs="+", default=None,
+    p.add_argument("--model", dest="models", nargs="+", default=None,
                    help=f"models with a script template (default: all: "
                         f"{', '.join(template_models())})")
     p.add_argument("--out", type=Path, default=Path("results"),
