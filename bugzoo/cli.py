@@ -176,10 +176,11 @@ def spelled_today(argv: list[str]) -> list[str]:
               file=sys.stderr)
 
     if argv and argv[0] in RENAMED:
-        new = RENAMED[argv[0]]
+        old, new = f"bugzoo {argv[0]}", RENAMED[argv[0]]
         if argv[0] == "validate" and "--exported" in argv:  # the exports live in the tasks
-            new, argv = ["task", "validate"], [a for a in argv if a != "--exported"]
-        notice(f"bugzoo {argv[0]}", f"bugzoo {' '.join(new)}")
+            old, new = "bugzoo validate --exported", ["task", "validate"]
+            argv = [a for a in argv if a != "--exported"]
+        notice(old, f"bugzoo {' '.join(new)}")
         argv = [*new, *argv[1:]]
     if len(argv) > 1 and argv[0] == "check" and argv[1] not in CHECK and \
             not argv[1].startswith("-"):

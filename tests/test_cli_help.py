@@ -103,8 +103,9 @@ def test_validate_exported_runs_the_task_validate_action(monkeypatch):
 
     seen = []
     monkeypatch.setattr(exported, "main", lambda argv: seen.append(argv) or 0)
-    assert run("validate", "--changed", "--exported")[0] == 0
-    assert seen == [["--changed"]]
+    code, _, err = run("validate", "--changed", "--exported")
+    assert code == 0 and seen == [["--changed"]]
+    assert "`bugzoo validate --exported` is now `bugzoo task validate`" in err
     monkeypatch.undo()
     code, _, err = run("validate", "--exported", "--scenarios", "mlp-no_such_bug")
     assert code == 2 and "mlp-no_such_bug" in err.strip().splitlines()[-1]
