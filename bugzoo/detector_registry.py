@@ -1,4 +1,4 @@
-"""Which detectors exist, which a sweep runs, and loading one by name.
+"""Which detectors exist, which a sweep runs, loading one by name, and what its parameters take.
 
 Every detector, bugzoo's own included, is an entry point of the group ``bugzoo.detectors``: a
 built-in is its file in ``detectors/`` plus one line in ``pyproject.toml``. Its Hydra config

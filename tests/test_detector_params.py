@@ -72,3 +72,14 @@ def test_a_plugin_declares_its_ranges_on_its_class(monkeypatch):
     assert registry.user_params("spiky", {"factor": "2"}) == {"factor": 2.0}
     with pytest.raises(UsageError, match="detector spiky: factor must be at least 1, got 0.5"):
         registry.user_params("spiky", {"factor": "0.5"})
+
+
+def test_a_multirun_sweeps_a_detector_parameter_value_by_value():
+    from bugzoo.harness.app import with_detector_params
+
+    assert with_detector_params(["detector.loss_plateau.window=10,20", "seed=0,1"]) == [
+        "+detector.loss_plateau.window=10,20", "seed=0,1"]
+    assert with_detector_params(["detector.loss_plateau.window=range(5,50,5)"]) == [
+        "+detector.loss_plateau.window=range(5,50,5)"]  # Hydra's own sweep, left to Hydra
+    with pytest.raises(UsageError, match="window must be at least 1, got 0"):
+        with_detector_params(["detector.loss_plateau.window=10,0"])

@@ -132,7 +132,9 @@ def with_detector_params(argv: list[str]) -> list[str]:
         name, param, value = found.groups()
         if name not in DETECTORS.names():
             raise unknown_choice("detector", name, DETECTORS.names())
-        user_params(name, {param: value})
+        # a multirun's sweep (window=10,20) checks each value; a sweep function is Hydra's
+        for one in ([] if "(" in value else value.split(",")):
+            user_params(name, {param: one})
         spelled.append(item if item.startswith("+") else f"+{item}")
     return spelled
 
