@@ -435,6 +435,18 @@ def telemetry(r: Results, part: str, model: str = "mlp", spec: str = ".0f") -> s
     return " / ".join(f"{us(part, m):{spec}}" for m in model.split())
 
 
+@figure
+def task_script_s(r: Results, model: str, what: str = "median") -> str:
+    """Seconds one run of ``model``'s task scripts took (the exported buggy scripts, each once
+    under ``bugzoo watch``, one thread: ``watch.csv``): their ``median`` or ``max``."""
+    table = r.csv("watch.csv")
+    runs = table[(table["kind"] == "exported") & (table["variant"] == "buggy")
+                 & (table["model"] == model)]["seconds"]
+    if runs.empty:
+        raise UsageError(f"watch.csv holds no exported script of {model}")
+    return f"{getattr(runs, what)():.1f}"
+
+
 # ---------------------------------------------------------------------------- the blocks
 def headline_table(r: Results) -> str:
     """The headline table of the scoring page, from the leaderboard."""
