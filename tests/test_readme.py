@@ -59,16 +59,6 @@ def test_ci_runs_readme_test_command():
     assert commands[1].strip() in ci
 
 
-
-
-
-
-
-
-
-
-
-
 def test_the_boards_overhead_is_the_run_weighted_paid_overhead():
     """The suite's overhead column is overhead.csv's per-model ``paid_x``, weighted by the
     model's share of the scored runs (the published outcomes: one row per run and detector)."""
@@ -78,10 +68,6 @@ def test_the_boards_overhead_is_the_run_weighted_paid_overhead():
     paid = pd.read_csv(RESULTS / "overhead.csv").set_index(["variant", "model"])["paid_x"]
     expected = sum(paid["suite: built-ins", m] * n for m, n in weights.items()) / weights.sum()
     assert board().loc["suite: built-ins", "overhead"] == pytest.approx(expected, abs=0.005)
-
-
-
-
 
 
 def test_quoted_tool_scores_are_in_tools_md():
@@ -104,64 +90,21 @@ def test_quoted_reliability_figures_match_the_tests():
         in page
 
 
-
-
-
-
-
-
-def test_the_suites_misses_and_false_alarms_are_the_published_outcomes():
-    """Every count the misses section quotes is the suite's outcomes on the published runs."""
-    from bugzoo.judge.outcomes import with_suites
-    from bugzoo.judge.scoring import apart_kind, silent
-
-    table = silent(with_suites(pd.read_parquet(RESULTS / "outcomes.parquet")))
-    suite = table[table["detector"] == "suite: built-ins"]
+def test_the_misses_section_names_every_missed_scenario_and_every_first_member():
+    """The misses section quotes its counts as figures (``tests/test_quotes.py`` keeps them
+    current); here, that it names every scenario whose buggy runs the suite misses, and every
+    member that alarmed first on a twin or a healthy run, each with its figure."""
+    r = quotes.Results(RESULTS)
     section = flat(SCORING.split("## What the suite misses")[1].split("\n## ")[0])
-    buggy, twins = suite[suite["run_role"] == "buggy"], suite[suite["run_role"] == "control"]
-    healthy = suite[suite["run_role"] == "clean"]
-    missed = buggy[buggy["outcome"] == "miss"]
-    assert f"misses **{len(missed)} of {len(buggy)}** buggy runs" in section
-    for scenario, n in missed.groupby("scenario").size().items():
-        assert f"`{scenario}` ({n})" in section, scenario
-    everything = with_suites(pd.read_parquet(RESULTS / "outcomes.parquet"))
-    visible = everything[(apart_kind(everything) == "visible")
-                         & (everything["detector"] == "suite: built-ins")
-                         & (everything["run_role"] == "buggy")]
-    unseen = visible[visible["outcome"] == "miss"]
-    assert f"it misses {len(unseen)} of {len(visible)} buggy runs" in section
-    assert all(f"`{scenario}`" in section for scenario in unseen["scenario"].unique())
-    members = table[(table["role"] == "heuristic") & (table["outcome"] == "false_alarm")]
-    for runs, quoted in ((twins, f"alarms on **{{}} of {len(twins)}** twins"),
-                         (healthy, f"it alarms on **{{}} of {len(healthy)}** runs")):
-        alarmed = runs[runs["outcome"] == "false_alarm"]
-        parts = section.split(quoted.format(len(alarmed)))
-        assert len(parts) == 2, quoted.format(len(alarmed))
-        # each alarmed run once, under the member that alarmed first, right after the count
-        first = members.merge(alarmed[["scenario", "seed", "run_role", "alarm_step"]])
-        assert first["scenario"].nunique() and len(first) == len(alarmed)
-        for detector, alarms in first.groupby("detector"):
-            assert f"`{detector}` ({len(alarms)})" in parts[1], (detector, len(alarms))
-        if runs is twins:  # the steps the twins' alarms came at, as quoted
-            for _, alarms in first.groupby("detector"):
-                lo, hi = int(alarms["alarm_step"].min()), int(alarms["alarm_step"].max())
-                assert f"step {lo}" + (f"-{hi}" if hi > lo else "") in parts[1], (lo, hi)
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
+    for kind in ("", "visible"):
+        buggy = quotes.suite_outcomes(r, kind)
+        missed = buggy[(buggy["run_role"] == "buggy") & (buggy["outcome"] == "miss")]
+        for scenario in missed["scenario"].unique():
+            named = f"`{scenario}` (<!--fig:misses({scenario})-->" if not kind else f"`{scenario}`"
+            assert named in section, scenario
+    for role in ("control", "clean"):
+        for member in quotes.first_alarms(r, role)["detector"].unique():
+            assert f"`{member}` (<!--fig:false_alarms({role}, {member})-->" in section, member
 
 
 def test_a_detector_that_breaks_on_the_causal_lm_is_named_as_measured():

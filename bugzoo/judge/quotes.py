@@ -31,7 +31,8 @@ from bugzoo.errors import ArgumentParser, UsageError, unknown_choice
 from bugzoo.harness.sweep import parse_seeds, plan_runs, select_scenarios
 from bugzoo.judge.bench import BENCH_SEEDS
 from bugzoo.judge.lite import frozen_scenarios
-from bugzoo.judge.scoring import HEALTHY_LIMIT, apart_kind, detector_row
+from bugzoo.judge.outcomes import with_suites
+from bugzoo.judge.scoring import HEALTHY_LIMIT, apart_kind, detector_row, silent
 from bugzoo.judge.validity import ENTROPY_MARGIN, GENERATION_MARGIN
 from bugzoo.paths import PACKAGE
 
@@ -445,6 +446,55 @@ def task_script_s(r: Results, model: str, what: str = "median") -> str:
     if runs.empty:
         raise UsageError(f"watch.csv holds no exported script of {model}")
     return f"{getattr(runs, what)():.1f}"
+
+
+def suite_outcomes(r: Results, kind: str = "") -> pd.DataFrame:
+    """The suite's outcomes on the published runs: on the headline's silent bugs (``kind``
+    "") or on the bugs visible at setup (``"visible"``)."""
+    table = with_suites(r.parquet("outcomes.parquet"))
+    table = silent(table) if not kind else table[apart_kind(table) == kind]
+    return table[table["detector"] == SUITE]
+
+
+@figure
+def misses(r: Results, what: str, kind: str = "") -> str:
+    """The suite's ``missed`` buggy runs or all its ``buggy`` runs, on the headline or on the
+    bugs ``visible`` at setup; or one scenario's missed runs (``what`` its id)."""
+    buggy = suite_outcomes(r, kind)
+    buggy = buggy[buggy["run_role"] == "buggy"]
+    missed = buggy[buggy["outcome"] == "miss"]
+    if what in ("missed", "buggy"):
+        return str(len(missed if what == "missed" else buggy))
+    return str(int((missed["scenario"] == what).sum()))
+
+
+def first_alarms(r: Results, role: str) -> pd.DataFrame:
+    """The false alarms of the suite on runs of ``role`` (``control``: twins; ``clean``:
+    healthy variants), each under the member that alarmed first."""
+    suite = suite_outcomes(r)
+    alarmed = suite[(suite["run_role"] == role) & (suite["outcome"] == "false_alarm")]
+    table = silent(with_suites(r.parquet("outcomes.parquet")))
+    members = table[(table["role"] == "heuristic") & (table["outcome"] == "false_alarm")]
+    return members.merge(alarmed[["scenario", "seed", "run_role", "alarm_step"]])
+
+
+@figure
+def false_alarms(r: Results, role: str, what: str) -> str:
+    """The suite's false alarms on runs of ``role``: how many runs it ``alarmed`` on, of how
+    many ``runs``; a member's count (``what`` its name, each run under the member that alarmed
+    first), or ``steps MEMBER``, the steps its alarms came at."""
+    suite = suite_outcomes(r)
+    runs = suite[suite["run_role"] == role]
+    if what == "runs":
+        return str(len(runs))
+    if what == "alarmed":
+        return str(int((runs["outcome"] == "false_alarm").sum()))
+    first = first_alarms(r, role)
+    if what.startswith("steps "):
+        steps = first.loc[first["detector"] == what.split()[1], "alarm_step"]
+        low, high = int(steps.min()), int(steps.max())
+        return f"step {low}" + (f"-{high}" if high > low else "")
+    return str(int((first["detector"] == what).sum()))
 
 
 # ---------------------------------------------------------------------------- the blocks
