@@ -15,15 +15,18 @@ new release, in ``CHANGELOG.md``; a change that moves no key needs none.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import sys
 from pathlib import Path
 
 from bugzoo import __version__
+from bugzoo.bugs import plugins
+from bugzoo.errors import UsageError
 from bugzoo.models import get_model
 from bugzoo.paths import CONF_DIR, SCENARIO_DIR
-from bugzoo.provenance import code_key, data_digest, key_of
-from bugzoo.scenarios import load_scenario
+from bugzoo.provenance import Codebase, code_key, data_digest, key_of
+from bugzoo.scenarios import Scenario, get_scenario, load_scenario
 
 RELEASE = "bugzoo-bench " + ".".join(__version__.split(".")[:2])
 MANIFEST = Path("results/release.json")
@@ -44,22 +47,35 @@ def _module_key(module: str) -> str:
     return code_key(module)
 
 
+def plugin_bug_key(bug: str) -> str:
+    """The key of a plug-in bug's code, as :func:`bug_key` makes a built-in's: its module and
+    all it reaches inside its own package, less its export deltas."""
+    module = plugins()[bug].module
+    origin = Path(importlib.util.find_spec(module).origin)
+    depth = module.count(".") + (origin.name == "__init__.py")
+    codebase = Codebase(root=origin.parents[depth], package=module.split(".")[0])
+    return codebase.key(module, cut_keywords=EXPORT_ONLY)
+
+
+def scenario_parts(scenario: Scenario, bug: str | None) -> dict:
+    """What decides a scenario's runs beside the shared code: the keys of its file, of its bug
+    (``bug``, made already) and of its model and data generator."""
+    dataset = (scenario.settings.get("defaults") or {}).get("data") or get_model(
+        scenario.model).dataset
+    return {"config": data_digest(scenario.path), "bug": bug,
+            "model": _module_key(f"bugzoo.models.{scenario.model}"),
+            "data": _module_key(f"bugzoo.data.{dataset}")}
+
+
 def manifest() -> dict:
     """The release's manifest: per scenario, the keys of its config, bug, model and data
     generator; the key of the code and configuration every run shares; the digest of it all."""
     scenarios, bugs = {}, {}  # a bug of several scenarios is followed once
     for path in sorted(SCENARIO_DIR.glob("*.yaml")):
         scenario = load_scenario(path)
-        dataset = (scenario.settings.get("defaults") or {}).get("data") or get_model(
-            scenario.model).dataset
         if scenario.bug and scenario.bug not in bugs:
             bugs[scenario.bug] = bug_key(scenario.bug)
-        scenarios[scenario.id] = {
-            "config": data_digest(path),
-            "bug": bugs.get(scenario.bug),
-            "model": _module_key(f"bugzoo.models.{scenario.model}"),
-            "data": _module_key(f"bugzoo.data.{dataset}"),
-        }
+        scenarios[scenario.id] = scenario_parts(scenario, bugs.get(scenario.bug))
     shared = key_of(code_key(RUN_ENTRY), data_digest(CONF_DIR))
     body = {"release": RELEASE, "shared": shared, "scenarios": scenarios}
     return {**body, "digest": key_of(body)}
@@ -78,14 +94,29 @@ def digest() -> str:
 
 def scenario_key(scenario_id: str) -> str | None:
     """One hash of what decides a run of the scenario in this checkout: its config, bug and
-    data hashes and the shared code's; None for a scenario outside the release (a plug-in's,
-    whose code is not hashed). Where two releases give a scenario one key, the same code makes
-    its runs, so a result measured under the one stands for the other (``bugzoo results validate
-    --changed``, ``bugzoo results traces export --keep-unchanged``)."""
+    data hashes and the shared code's. A scenario from outside the release (a folder of
+    ``--include``, a plug-in's bug) is keyed the same way, its bug's code as its own package
+    holds it; None for a run composed without a scenario file. Where two releases give a
+    scenario one key, the same code makes its runs, so a result measured under the one stands
+    for the other (``bugzoo results validate --changed``, ``bugzoo results traces export
+    --keep-unchanged``), and an edit of a plug-in's bug or scenario file makes its stored runs
+    stale, as an edit of the catalogue's does."""
     live = live_manifest()
-    if scenario_id not in live["scenarios"]:
+    if scenario_id in live["scenarios"]:
+        return key_of(live["shared"], live["scenarios"][scenario_id])
+    return _outside_key(scenario_id)
+
+
+@functools.cache
+def _outside_key(scenario_id: str) -> str | None:
+    try:
+        scenario = get_scenario(scenario_id)
+    except UsageError:  # no scenario file: a run composed from its groups
         return None
-    return key_of(live["shared"], live["scenarios"][scenario_id])
+    bug = None
+    if scenario.bug:
+        bug = plugin_bug_key(scenario.bug) if scenario.bug in plugins() else bug_key(scenario.bug)
+    return key_of(live_manifest()["shared"], scenario_parts(scenario, bug))
 
 
 def stamp() -> str:

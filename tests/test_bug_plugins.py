@@ -212,3 +212,36 @@ def test_check_bug_api_on_a_builtin_whose_scenario_is_unproven():
     assert found["check_validate [mlp]"].startswith("not required: the scenario is unproven (")
     assert found["check_plant [mlp]"].startswith("the plant changes the run (it is planted when")
     assert bugzoo.check_bug is bugcheck.check_bug
+
+
+def test_a_plugin_scenario_is_keyed_like_the_catalogue_s(site, folder, monkeypatch):
+    """A scenario from an outside folder with a plug-in's bug gets a key from its file and its
+    bug's code, so an edit of either makes its stored runs stale; a docstring does not."""
+    from bugzoo import release
+    from bugzoo.paths import include
+
+    module = bug_module("mylab/keyed") + "\n\ndef plant(loss):\n    return loss * 2\n"
+    install(site, "keyedbugs", {"mylab/keyed": "keyedbugs:BUG"}, module)
+    (folder / "mlp-mylab--keyed.yaml").write_text(
+        "scenario: mlp-mylab--keyed\ndefaults:\n  - override /model: mlp\n"
+        "  - override /bug: mylab/keyed\n")
+    monkeypatch.setenv(SCENARIO_PATH_ENV, "")
+    include([str(folder)])
+
+    def key() -> str:
+        release._outside_key.cache_clear()
+        return release.scenario_key("mlp-mylab--keyed")
+
+    first = key()
+    assert first is not None and first != release.scenario_key("mlp-double_softmax")
+    (site / "keyedbugs.py").write_text(module.replace('def plant(loss):\n',
+                                                      'def plant(loss):\n    """Doubled."""\n'))
+    assert key() == first  # a docstring decides no run
+    (site / "keyedbugs.py").write_text(module.replace("loss * 2", "loss * 3"))
+    assert key() != first
+    (site / "keyedbugs.py").write_text(module)
+    assert key() == first
+    (folder / "mlp-mylab--keyed.yaml").write_text(
+        (folder / "mlp-mylab--keyed.yaml").read_text() + "harness:\n  steps: 50\n")
+    assert key() != first
+    release._outside_key.cache_clear()
