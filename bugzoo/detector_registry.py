@@ -199,7 +199,7 @@ def parameter_ranges(name: str) -> dict[str, tuple[float | None, float | None]]:
 
 
 def user_params(name: str, params: dict) -> dict:
-    """``params`` a user gave detector ``name`` (``bugzoo check NAME k=v``, ``bugzoo run
+    """``params`` a user gave detector ``name`` (``bugzoo check detector NAME k=v``, ``bugzoo run
     detector.NAME.k=v``), checked as :func:`checked_params` does and against the range the
     detector declares for each (:func:`parameter_ranges`). A value outside is a UsageError,
     not a detector that never fires."""

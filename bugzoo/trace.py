@@ -88,7 +88,7 @@ GUIDE_BLOCK = "trace-fields"  # the detector guide's block that fields_table() w
 
 
 def main() -> int:
-    """Write the schema table into the detector guide (``python -m bugzoo.trace``)."""
+    """Write the schema table into the detector guide (``bugzoo results trace-fields``)."""
     guide = ROOT / "docs" / "pages" / "detectors.md"
     guide.write_text(with_block(guide.read_text(), GUIDE_BLOCK, fields_table()))
     return 0

@@ -10,7 +10,7 @@ model and raises :class:`ConformanceError` with a message naming the broken rule
     def test_conformance(detector, check):
         check(detector)
 
-``bugzoo check <detector> [param=value ...]`` runs it from the command line.
+``bugzoo check detector NAME [param=value ...]`` runs it from the command line.
 """
 
 from __future__ import annotations
