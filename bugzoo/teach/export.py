@@ -257,6 +257,12 @@ def main(argv: list[str]) -> int:
         return 0
     if not args.scenario or args.out is None:
         raise UsageError("give a scenario and --out DIR (or --list)")
+    if get_scenario(args.scenario).bug is None:  # an unknown id: one line, "did you mean"
+        raise UsageError(f"scenario '{args.scenario}' plants no bug: a reproducer pair is a "
+                         "bug's buggy.py beside its fixed.py")
+    if reason := why_not_exported(args.scenario):  # the reason, not the list of the others
+        raise UsageError(f"no standalone reproducer for scenario '{args.scenario}': {reason} "
+                         f"(`bugzoo export --list` lists the {len(supported())} that export)")
     if args.blind:
         render(args.scenario)  # an unknown or unexportable scenario: its one-line error first
         for path in export_blind(args.scenario, args.out, args.blind, args.seed):
