@@ -205,3 +205,14 @@ def test_a_cards_check_line_reads_for_every_kind_of_check():
     assert lines["adam_eps_fp16"].endswith(
         "nonfinite, an event: in buggy runs more often than in clean runs")
     assert lines["nondeterministic_seed"].endswith("differs between two runs of the same seed")
+
+
+def test_the_baselines_and_integrity_rows_are_not_among_the_detectors_of_a_bug(tmp_path):
+    """They catch nothing by design: a bug page lists only detectors that try."""
+    from bugzoo.teach.report import catches
+
+    pd.DataFrame({"bug": "double_softmax", "detector": ["always_alarm", "settings_reader",
+                                                        "ce_probabilities", "suite: built-ins"],
+                  "hits": [6, 0, 6, 6], "runs": 6}).to_csv(tmp_path / "leaderboard_bugs.csv",
+                                                            index=False)
+    assert list(catches(None, tmp_path)["detector"]) == ["ce_probabilities", "suite: built-ins"]

@@ -18,6 +18,7 @@ import pandas as pd
 
 from bugzoo import release, versions
 from bugzoo.bugs import ALL_MODELS, CATEGORIES, Bug, flat_id, list_bugs
+from bugzoo.detector_registry import DETECTORS, role_of
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
 from bugzoo.judge.outcomes import outcomes
@@ -77,12 +78,18 @@ def table_html(frame: pd.DataFrame) -> str:
 
 
 def catches(sweep_dir: Path | None, results: Path) -> pd.DataFrame:
-    """Per (bug, detector): hits over buggy runs, from the sweep when it holds runs, else from
-    the published ``leaderboard_bugs.csv``; empty when there is neither."""
+    """Per (bug, detector that tries to catch bugs): hits over buggy runs, from the sweep when it
+    holds runs, else from the published ``leaderboard_bugs.csv``; empty when there is neither.
+    The baselines and the integrity rows, which catch nothing by design, are left out."""
     if sweep_dir is not None and any(store.iter_runs(sweep_dir)):
-        return bug_board(outcomes(sweep_dir))
-    published = results / "leaderboard_bugs.csv"
-    return pd.read_csv(published) if published.is_file() else pd.DataFrame()
+        table = bug_board(outcomes(sweep_dir))
+    else:
+        published = results / "leaderboard_bugs.csv"
+        table = pd.read_csv(published) if published.is_file() else pd.DataFrame()
+    if table.empty:
+        return table
+    installed = set(DETECTORS.names())
+    return table[[d not in installed or role_of(d) != "baseline" for d in table["detector"]]]
 
 
 def bug_page(bug: Bug, curves: Path | None, validity: pd.DataFrame, caught: pd.DataFrame) -> str:
