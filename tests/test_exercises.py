@@ -49,3 +49,15 @@ def test_nan_hunt_shows_a_student_the_alarms_and_the_line_not_the_answer():
         assert leak not in shown, leak
     assert not (found := named(shown, "planted_log_layer")), found
     assert len(shown.splitlines()) <= 6
+
+
+def test_the_nan_hunt_guide_names_neither_the_layer_nor_the_fix():
+    """The student hunts: the guide says what to run and what to look for, and only the answer
+    names the layer, the operation and the fix."""
+    from bugzoo.teach.exercises import ANSWERS, GUIDES
+
+    _, guide = GUIDES["nan-hunt"]
+    prose = "\n".join(line for line in guide.splitlines() if "bugzoo run" not in line)
+    for giveaway in ("second", "Linear", "log", "lower bound", "backbone"):
+        assert giveaway not in prose, giveaway
+    assert "'backbone.3'" in ANSWERS["nan-hunt"] and "torch.log" in ANSWERS["nan-hunt"]

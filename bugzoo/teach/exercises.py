@@ -26,8 +26,8 @@ NAN_DETECTORS = ("isfinite_hooks", "nan_hooks", "nonfinite", "anomaly")
 
 GUIDES = {
     "nan-hunt": ("E.9.1 Plant a NaN and hunt it down", f"""\
-A 3-layer MLP trains normally; at step 50 a 'log-compression' switches on inside its second
-layer. In half precision the run breaks. Do not just print the loss: hunt the producer.
+A 3-layer MLP trains normally for a while; then, in half precision, the run breaks. Do not just
+print the loss: hunt the producer.
   1. Run it with NaN-hunting detectors watching (forward isfinite hooks on every layer, NaN
      hooks, a non-finite loss sentinel, autograd anomaly mode):
        bugzoo exercise nan-hunt --run
@@ -35,8 +35,8 @@ layer. In half precision the run breaks. Do not just print the loss: hunt the pr
       detector=[{','.join(NAN_DETECTORS)}])
   2. Read the alarms in step order. Which detector output points at the NaN, at which step,
      and in which operation or layer?
-  3. Open the code it points to (the second Linear layer's forward) and fix it with a positive
-     lower bound on the log's input (or remove the log).
+  3. Open the code it points to and fix what makes the first non-finite value, leaving what
+     the model computes on ordinary inputs as it was.
 Check your answer: bugzoo exercise nan-hunt --answer"""),
     "overfit-batch": ("E.9.2 Overfit a single batch as a smoke test", """\
 Before scaling up, prove the model, loss and optimizer can drive the loss on ONE fixed batch of
