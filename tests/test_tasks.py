@@ -445,3 +445,28 @@ def test_task_harmless_names_an_unknown_model_in_one_line(capsys):
     assert cli(["task", "harmless", "--model", "mlpp"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "mlpp" in err and "choose from" in err
+
+
+def test_the_candidate_readme_says_how_long_one_run_of_each_task_took(tmp_path, monkeypatch):
+    """Not "seconds on a laptop": each task's one run as ``results/watch.csv`` timed it."""
+    import pandas as pd
+
+    from bugzoo.teach.tasks import interview as interview_module
+    from bugzoo.teach.tasks.make import make_task
+
+    scenario = "mlp-double_softmax"  # the fastest task; its run shows as the 1 s floor
+    watched = pd.read_csv(ROOT / "results" / "watch.csv")
+    seconds = watched[(watched["scenario"] == scenario) & (watched["kind"] == "exported")
+                      & (watched["variant"] == "buggy")]["seconds"].iloc[0]
+
+    def pick(n, seed, root):
+        task, key = root / "candidate" / "task-1", root / "interviewer" / "task-1"
+        make_task(scenario, task, key, eval_seed=1)
+        return [(scenario, task, key)]
+
+    monkeypatch.setattr(interview_module, "pick", pick)
+    monkeypatch.chdir(ROOT)  # results/ as the command reads it
+    interview_module.interview(1, 0, tmp_path / "iv", 20)
+    readme = (tmp_path / "iv" / "candidate" / "README.md").read_text()
+    assert "| `task-1/` | " in readme and f"| {max(1.0, seconds):.0f} s |" in readme
+    assert "laptop" not in readme

@@ -32,6 +32,7 @@ from bugzoo.teach.tasks.taskset import is_task, make_checked_task
 log = logging.getLogger(__name__)
 
 BOARD = Path("results/leaderboard_bugs.csv")
+WATCHED = Path("results/watch.csv")  # one run of each exported task script, timed
 CAUGHT = 0.5  # a detector catches a bug when it alarms in at least half of the bug's runs
 EARLY_STEPS = 50  # caught within this many steps of the onset: the symptom shows early
 LEVELS = ("easy", "medium", "hard")
@@ -127,13 +128,25 @@ def pick(n: int, seed: int, root: Path) -> list[tuple[str, Path, Path]]:
     return kept
 
 
+def run_seconds() -> dict[str, float]:
+    """Seconds one run of each scenario's task script took (``results/watch.csv``: the buggy
+    script, once, one thread), at least 1; empty without that file."""
+    if not WATCHED.is_file():
+        return {}
+    table = pd.read_csv(WATCHED)
+    runs = table[(table["kind"] == "exported") & (table["variant"] == "buggy")]
+    return {row.scenario: max(1.0, row.seconds) for row in runs.itertuples()}
+
+
 def interview(n: int, seed: int, out: Path, minutes: int) -> Path:
     root = empty_folder(out, "interview folder")
     board = pd.read_csv(BOARD) if BOARD.is_file() else None
     tasks = pick(n, seed, root)
     levels = {scenario: difficulty(json.loads((key / "key.json").read_text())["bug"], board)
               for scenario, _, key in tasks}
-    rows = [f"| `{task.name}/` | {levels[scenario].level} |" for scenario, task, _ in
+    runs = run_seconds()
+    rows = [f"| `{task.name}/` | {levels[scenario].level} | "
+            f"{f'{runs[scenario]:.0f} s' if scenario in runs else '–'} |" for scenario, task, _ in
             sorted(tasks, key=lambda chosen: LEVELS.index(levels[chosen[0]].level))]
     (root / "candidate" / "README.md").write_text(f"""# Debugging interview
 
@@ -144,11 +157,11 @@ For each task: find the mistake, fix `train.py`, and write `answer.json` beside 
     {{"category": "...", "bug": "optional: a short name", "explanation": "one line"}}
 
 (`REPORT.md` lists the categories.) Run a script with `python train.py [SEED]`; it needs only
-PyTorch and takes seconds on a laptop CPU. You may ask for a hint at any time; each costs a
-little.
+PyTorch. The table says how long one run took on one thread of a 2-core machine (at least 1 s;
+yours may differ). You may ask for a hint at any time; each costs a little.
 
-| task | difficulty |
-|---|---|
+| task | difficulty | one run |
+|---|---|---|
 {chr(10).join(rows)}
 
 Hand in each task as a folder with your `train.py` and `answer.json`. Your fix is graded by
