@@ -116,3 +116,11 @@ def test_list_run_bench_validate_and_curves_on_the_example(installed, tmp_path):
     cli("export", SCENARIO, "--out", str(tmp_path / "export"), *include)
     buggy, fixed = ((tmp_path / "export" / f"{v}.py").read_text() for v in ("buggy", "fixed"))
     assert "label_smoothing=0.9" in buggy and "label_smoothing=" not in fixed
+
+
+def test_a_curves_figure_quotes_what_it_draws_not_where_its_files_went():
+    from bugzoo.judge.curves import what_it_draws
+
+    argv = ["mylab/x", "--model", "mlp", "--runs", "/home/me/runs", "--out=/home/me/png",
+            "--seeds", "0-2"]
+    assert what_it_draws(argv) == ["mylab/x", "--model", "mlp", "--seeds", "0-2"]

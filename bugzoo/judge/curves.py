@@ -229,6 +229,20 @@ def load_row(root: Path, scenario: str, control: str, seeds: list[int]) -> Row:
                 if s["outcome"] != "completed"])
 
 
+def what_it_draws(argv: list[str]) -> list[str]:
+    """``argv`` without where its files and runs go (``--out``, ``--runs``): the command a
+    figure quotes names what it draws, never a path of the machine that drew it."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("--out", "--runs"):
+            skip = True
+        elif not arg.startswith(("--out=", "--runs=")):
+            kept.append(arg)
+    return kept
+
+
 def main(argv: list[str]) -> int:
     p = ArgumentParser(prog="bugzoo curves", description=__doc__.splitlines()[0],
                        parents=[sweep_parser()])
@@ -248,7 +262,7 @@ def main(argv: list[str]) -> int:
     overrides = args.overrides
     pngs = curves(args.bug, models, options.patterns, options.seeds,
                   store.ensure_writable(Path(args.runs)), Path(args.out), options.workers,
-                  overrides, command_line("curves", argv), options.progress)
+                  overrides, command_line("curves", what_it_draws(argv)), options.progress)
     for png in pngs:
         print(f"wrote {png} and {png.with_suffix('.parquet')}")
     return 0
