@@ -45,6 +45,7 @@ SUITE = "suite: built-ins"
 
 class Results:
     """The committed results a page quotes, each file read once."""
+
     def __init__(self, folder: Path):
         self.folder = folder
 
