@@ -9,16 +9,18 @@ HOW_NOT_WHAT = ("--no-progress",)  # options that change how a command runs, not
 HOW_NOT_WHAT_VALUED = ("--workers",)  # the same, with a value
 
 
-def command_line(verb: str, argv: list[str]) -> str:
+def command_line(verb: str, argv: list[str], leave_out: tuple[str, ...] = ()) -> str:
     """``bugzoo <verb> <argv>`` without the options that change only how it ran (the workers,
-    the progress bar), each word quoted where a shell would need it (a glob, a space)."""
+    the progress bar) and the valued options in ``leave_out``, each word quoted where a shell
+    would need it (a glob, a space)."""
+    valued = (*HOW_NOT_WHAT_VALUED, *leave_out)
     kept, skip = [], False
     for arg in argv:
         if skip:
             skip = False
-        elif arg in HOW_NOT_WHAT_VALUED:
+        elif arg in valued:
             skip = True
         elif arg not in HOW_NOT_WHAT and not arg.startswith(
-                tuple(f"{option}=" for option in HOW_NOT_WHAT_VALUED)):
+                tuple(f"{option}=" for option in valued)):
             kept.append(arg)
     return shlex.join(["bugzoo", *verb.split(), *kept])

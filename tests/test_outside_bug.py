@@ -119,8 +119,10 @@ def test_list_run_bench_validate_and_curves_on_the_example(installed, tmp_path):
 
 
 def test_a_curves_figure_quotes_what_it_draws_not_where_its_files_went():
-    from bugzoo.judge.curves import what_it_draws
+    from bugzoo.commands import command_line
+    from bugzoo.judge.curves import WHERE_FILES_GO
 
     argv = ["mylab/x", "--model", "mlp", "--runs", "/home/me/runs", "--out=/home/me/png",
             "--seeds", "0-2"]
-    assert what_it_draws(argv) == ["mylab/x", "--model", "mlp", "--seeds", "0-2"]
+    assert command_line("curves", argv, leave_out=WHERE_FILES_GO) == (
+        "bugzoo curves mylab/x --model mlp --seeds 0-2")

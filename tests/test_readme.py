@@ -97,7 +97,7 @@ def test_the_misses_section_names_every_missed_scenario_and_every_first_member()
     r = quotes.Results(RESULTS)
     section = flat(SCORING.split("## What the suite misses")[1].split("\n## ")[0])
     for kind in ("", "visible"):
-        buggy = quotes.suite_outcomes(r, kind)
+        buggy = r.suite(kind)
         missed = buggy[(buggy["run_role"] == "buggy") & (buggy["outcome"] == "miss")]
         for scenario in missed["scenario"].unique():
             named = f"`{scenario}` (<!--fig:misses({scenario})-->" if not kind else f"`{scenario}`"

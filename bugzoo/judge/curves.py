@@ -229,18 +229,8 @@ def load_row(root: Path, scenario: str, control: str, seeds: list[int]) -> Row:
                 if s["outcome"] != "completed"])
 
 
-def what_it_draws(argv: list[str]) -> list[str]:
-    """``argv`` without where its files and runs go (``--out``, ``--runs``): the command a
-    figure quotes names what it draws, never a path of the machine that drew it."""
-    kept, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg in ("--out", "--runs"):
-            skip = True
-        elif not arg.startswith(("--out=", "--runs=")):
-            kept.append(arg)
-    return kept
+# where a figure's files and runs go: its regenerate line names what it draws, not these paths
+WHERE_FILES_GO = ("--out", "--runs")
 
 
 def main(argv: list[str]) -> int:
@@ -262,7 +252,7 @@ def main(argv: list[str]) -> int:
     overrides = args.overrides
     pngs = curves(args.bug, models, options.patterns, options.seeds,
                   store.ensure_writable(Path(args.runs)), Path(args.out), options.workers,
-                  overrides, command_line("curves", what_it_draws(argv)), options.progress)
+                  overrides, command_line("curves", argv, leave_out=WHERE_FILES_GO), options.progress)
     for png in pngs:
         print(f"wrote {png} and {png.with_suffix('.parquet')}")
     return 0

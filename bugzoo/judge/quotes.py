@@ -63,6 +63,19 @@ class Results:
     def text(self, name: str) -> str:
         return (self.folder / name).read_text()
 
+    @functools.cache  # noqa: B019
+    def outcomes(self) -> pd.DataFrame:
+        """The published outcomes with the suites as detectors of their own."""
+        return with_suites(self.parquet("outcomes.parquet"))
+
+    @functools.cache  # noqa: B019
+    def suite(self, kind: str = "") -> pd.DataFrame:
+        """The suite's outcomes on the headline's silent bugs (``kind`` "") or on the bugs
+        visible at setup (``"visible"``)."""
+        table = self.outcomes()
+        table = silent(table) if not kind else table[apart_kind(table) == kind]
+        return table[table["detector"] == SUITE]
+
 
 def interval(row: pd.Series, key: str) -> str:
     return f"{row[key]:.2f} [{row[f'{key}_lo']:.2f}, {row[f'{key}_hi']:.2f}]"
@@ -449,19 +462,11 @@ def task_script_s(r: Results, model: str, what: str = "median") -> str:
     return f"{getattr(runs, what)():.1f}"
 
 
-def suite_outcomes(r: Results, kind: str = "") -> pd.DataFrame:
-    """The suite's outcomes on the published runs: on the headline's silent bugs (``kind``
-    "") or on the bugs visible at setup (``"visible"``)."""
-    table = with_suites(r.parquet("outcomes.parquet"))
-    table = silent(table) if not kind else table[apart_kind(table) == kind]
-    return table[table["detector"] == SUITE]
-
-
 @figure
 def misses(r: Results, what: str, kind: str = "") -> str:
     """The suite's ``missed`` buggy runs or all its ``buggy`` runs, on the headline or on the
     bugs ``visible`` at setup; or one scenario's missed runs (``what`` its id)."""
-    buggy = suite_outcomes(r, kind)
+    buggy = r.suite(kind)
     buggy = buggy[buggy["run_role"] == "buggy"]
     missed = buggy[buggy["outcome"] == "miss"]
     if what in ("missed", "buggy"):
@@ -472,9 +477,9 @@ def misses(r: Results, what: str, kind: str = "") -> str:
 def first_alarms(r: Results, role: str) -> pd.DataFrame:
     """The false alarms of the suite on runs of ``role`` (``control``: twins; ``clean``:
     healthy variants), each under the member that alarmed first."""
-    suite = suite_outcomes(r)
+    suite = r.suite()
     alarmed = suite[(suite["run_role"] == role) & (suite["outcome"] == "false_alarm")]
-    table = silent(with_suites(r.parquet("outcomes.parquet")))
+    table = silent(r.outcomes())
     members = table[(table["role"] == "heuristic") & (table["outcome"] == "false_alarm")]
     return members.merge(alarmed[["scenario", "seed", "run_role", "alarm_step"]])
 
@@ -484,7 +489,7 @@ def false_alarms(r: Results, role: str, what: str) -> str:
     """The suite's false alarms on runs of ``role``: how many runs it ``alarmed`` on, of how
     many ``runs``; a member's count (``what`` its name, each run under the member that alarmed
     first), or ``steps MEMBER``, the steps its alarms came at."""
-    suite = suite_outcomes(r)
+    suite = r.suite()
     runs = suite[suite["run_role"] == role]
     if what == "runs":
         return str(len(runs))
@@ -588,8 +593,9 @@ def filled(text: str, r: Results) -> str:
 
 def stale(text: str, r: Results) -> list[str]:
     """Each figure and block of ``text`` that is not what ``r`` says, quoted then current."""
-    found = [f"{m[1]}({m[2]}): {m[3]!r}, results say {value_of(r, m[1], m[2])!r}"
-             for m in FIGURE.finditer(text) if m[3] != value_of(r, m[1], m[2])]
+    quoted = [(m, value_of(r, m[1], m[2])) for m in FIGURE.finditer(text)]
+    found = [f"{m[1]}({m[2]}): {m[3]!r}, results say {value!r}" for m, value in quoted
+             if m[3] != value]
     found += [f"block {name}" for name, make in BLOCKS.items()
               if (quoted := block(text, name)) is not None and quoted != make(r).rstrip("\n")]
     return found
