@@ -360,11 +360,6 @@ def test_an_unproven_mark_takes_effect_when_a_sweep_is_scored_again(tmp_path, mo
         write(root, "mlp-double_softmax", 0, [], watch, bug="double_softmax", category="loss",
               role=role, unproven=True)  # recorded so, and since taken off the file
     marked = replace(get_scenario("mlp-double_softmax"), unproven="measured: no effect")
-    outcomes._marked_unproven.cache_clear()
     assert not outcomes.outcomes(root / "sw")["unproven"].any()  # the file as it is today
-    monkeypatch.setattr(outcomes, "get_scenario", lambda scenario: marked)
-    outcomes._marked_unproven.cache_clear()
-    try:
-        assert outcomes.outcomes(root / "sw")["unproven"].all()
-    finally:
-        outcomes._marked_unproven.cache_clear()
+    monkeypatch.setattr(outcomes, "registry", lambda: {"mlp-double_softmax": marked})
+    assert outcomes.outcomes(root / "sw")["unproven"].all()

@@ -12,7 +12,6 @@ run's bug (0 for a clean run):
 
 from __future__ import annotations
 
-import functools
 import math
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from bugzoo.errors import UsageError
 from bugzoo.harness import store
 from bugzoo.harness.setup_digest import summary_with_setup
 from bugzoo.registry import OWN_DISTRIBUTION
-from bugzoo.scenarios import get_scenario
+from bugzoo.scenarios import registry
 
 # Suites count a run as caught by the first alarm of any member: bugzoo's own detectors of the
 # roles and scopes each names (baselines and outside plug-ins are never members).
@@ -74,22 +73,16 @@ def run_outcomes(path: Path, summary: dict | None = None) -> list[dict]:
     return judge_run(summary, alarms, elapsed)
 
 
-@functools.cache
-def _marked_unproven(scenario: str) -> bool | None:
-    """Whether this checkout's scenario file marks ``scenario`` ``unproven``; None for a
-    scenario not installed here (a plug-in's, another checkout's)."""
-    try:
-        return bool(get_scenario(scenario).unproven)
-    except UsageError:
-        return None
-
-
 def is_unproven(summary: dict) -> bool:
     """Whether the run's scenario is unproven: as its scenario file says now, so that a mark
     added (or taken off) after a sweep takes effect when the sweep is scored again; as the run
-    recorded it where the scenario is not installed here."""
-    marked = _marked_unproven(summary["scenario"]) if summary.get("bug") else False
-    return bool(summary.get("unproven", summary.get("latent"))) if marked is None else marked
+    recorded it where the scenario is not installed here (a plug-in's, another checkout's)."""
+    if not summary.get("bug"):
+        return False
+    scenario = registry().get(summary["scenario"])
+    if scenario is None:
+        return bool(summary.get("unproven", summary.get("latent")))
+    return bool(scenario.unproven)
 
 
 def outcome_of(role: str, step: int | None, onset: int) -> str:
