@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import gc
+import hashlib
 import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ import torch
 import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from bugzoo.bugs import get_bug
+from bugzoo.bugs import flat_id, get_bug, list_bugs
 from bugzoo.config import compose_run
 from bugzoo.paths import CONF_DIR
 from bugzoo.scenarios import Scenario
@@ -75,7 +77,8 @@ def _group_defaults(group: str, choice: str | None) -> dict:
     return yaml.safe_load((CONF_DIR / group / f"{choice}.yaml").read_text()) or {}
 
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "pages"
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs" / "pages"
 
 
 def doc_section(section: str) -> tuple[Path, str]:
@@ -115,6 +118,25 @@ def named(text: str, bug_id: str) -> list[str]:
     """The giveaways of ``bug_id`` found in ``text``."""
     text = re.sub(r"\s+", " ", text.lower())
     return [g for g in giveaways(bug_id) if g in text]
+
+
+def answers_shown(text: str, images: Iterable[bytes] = ()) -> list[str]:
+    """What of any bug's answer a student sees in ``text`` and the ``images`` beside it: the
+    id or title of any bug of the catalogue (in the text, or in an image's bytes), and
+    any committed ``results/curves/*.png`` (its sha256 in the text, or an image that is one)."""
+    published = {hashlib.sha256(p.read_bytes()).hexdigest(): p.name
+                 for p in sorted((ROOT / "results" / "curves").glob("*.png"))}
+    names = sorted({name for b in list_bugs()
+                    for name in (b.id, flat_id(b.id), b.title.lower())})
+    text = re.sub(r"\s+", " ", text.lower())
+    found = [name for name in names if name in text]
+    found += [f"the sha256 of curves/{name}" for digest, name in published.items()
+              if digest in text]
+    for n, image in enumerate(images):
+        if (same := published.get(hashlib.sha256(image).hexdigest())) is not None:
+            found.append(f"image {n} is curves/{same}")
+        found += [f"{name} in image {n}" for name in names if name.encode() in image.lower()]
+    return found
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import named
+from conftest import answers_shown, named
 
-from bugzoo.bugs import get_bug
+from bugzoo.bugs import get_bug, list_bugs
 from bugzoo.cli import main
 from bugzoo.teach import quiz as quiz_module
 from bugzoo.teach.quiz import QuestionRuns, candidate_scenarios, distractors, sparkline
@@ -43,10 +43,11 @@ def test_quiz_from_stdin_is_reproducible_and_scored(tmp_path, monkeypatch, capsy
         asked, revealed = text.split("Your answer", 1)
         bug_id = revealed.split("\n\n", 1)[1].split(" — ")[0].strip()
         symptom = asked.split("Which bug is it?")[0]
-        assert not (found := named(symptom + logged, bug_id)), found
+        png = Path(re.search(r"curves: (\S+\.png)", asked)[1]).read_bytes()
+        assert not (found := named(symptom + logged, bug_id)
+                    + answers_shown(symptom + logged, [png])), found
         assert "buggy" in asked and "clean" in asked and "▁" in asked + "█"
-        png = re.search(r"curves: (\S+\.png)", asked)[1]
-        assert open(png, "rb").read(4) == b"\x89PNG"
+        assert png[:4] == b"\x89PNG"
         assert "BUGGY" in revealed and "FIXED" in revealed
     # same seed, its runs now cached: the same questions, now answered right
     monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(right) + "\n"))
@@ -55,9 +56,11 @@ def test_quiz_from_stdin_is_reproducible_and_scored(tmp_path, monkeypatch, capsy
     assert again.count("Correct!") == 2 and "Score: 2/2" in again
 
 
-def test_no_question_names_its_bug(monkeypatch, capsys):
+def test_no_question_names_its_bug(tmp_path, monkeypatch, capsys):
     """Every question the published traces can show (seed 0's buggy run and its matched
-    control), up to its list of choices, names nothing of its bug."""
+    control), up to its choices, names nothing of its bug, and no id or title of any bug of the
+    catalogue; nor is its figure a committed ``results/curves/*.png``. Its choices are four
+    titles of the catalogue, one of them its bug's, and no id."""
     runs = pd.read_parquet(ROOT / "results/traces/runs.parquet")
     traces = pd.read_parquet(ROOT / "results/traces/trace.parquet")
     first = runs[runs.seed == 0]
@@ -78,14 +81,22 @@ def test_no_question_names_its_bug(monkeypatch, capsys):
     monkeypatch.setattr(quiz_module, "question_runs", published_runs)
     monkeypatch.setattr(quiz_module, "candidate_scenarios", lambda *_: published)
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
-    quiz_module.quiz(len(published), 0, None, None, ROOT, ROOT, 10, None)
+    quiz_module.quiz(len(published), 0, None, None, ROOT, ROOT, 10, tmp_path)
     questions = capsys.readouterr().out.split("=== Question")[1:]
     assert len(asked_about) == len(published)  # each drawn, and each asked where it shows
     showing = [bug for bug, runs in zip(asked_about, shown, strict=True)
                if quiz_module.shows_symptom(get_bug(bug), runs)]
     assert len(questions) == len(showing) >= 20
-    leaks = {bug: found for bug, text in zip(showing, questions, strict=True)
-             if (found := named(text.split("Which bug is it?")[0], bug))}
+    titles = {b.title for b in list_bugs()}
+    leaks = {}
+    for bug, text in zip(showing, questions, strict=True):
+        asked = text.split("Your answer")[0]
+        choices = re.findall(r"^  [A-D]\) (.*)$", asked, re.M)
+        assert len(choices) == 4 and set(choices) <= titles and get_bug(bug).title in choices
+        symptom = re.sub(r"^  [A-D]\) .*\n", "", asked, flags=re.M)
+        figure = Path(re.search(r"curves: (\S+\.png)", symptom)[1]).read_bytes()
+        if found := named(symptom, bug) + answers_shown(symptom, [figure]):
+            leaks[bug] = found
     assert not leaks, leaks
 
 
@@ -150,6 +161,10 @@ def test_a_question_is_asked_only_where_its_own_runs_show_its_symptom():
 
 
 def test_questions_come_from_proven_scenarios_only():
+    """Questions come only from scenarios results/validity.csv proves. A scenario file's
+    unproven mark counts without the table (which may be older than the mark), and the table's
+    verdict without a mark."""
+    from bugzoo.scenarios import list_scenarios
     from bugzoo.teach.quiz import proven_scenarios
 
     proven = proven_scenarios(ROOT / "results" / "validity.csv")
@@ -158,4 +173,7 @@ def test_questions_come_from_proven_scenarios_only():
     assert unproven and proven and not unproven & proven
     chosen = {s.id for s in candidate_scenarios(None, None, proven)}
     assert chosen and chosen <= proven
-    assert {s.id for s in candidate_scenarios(None, None)} & unproven  # what it leaves out
+    marked = {s.id for s in list_scenarios() if s.unproven}
+    assert marked and not marked & {s.id for s in candidate_scenarios(None, None)}
+    one = sorted(chosen)[0]
+    assert one not in {s.id for s in candidate_scenarios(None, None, proven - {one})}

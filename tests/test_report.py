@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import base64
+import html
+import re
 import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import named
+from conftest import answers_shown, named
 
 from bugzoo import versions
-from bugzoo.bugs import list_bugs
+from bugzoo.bugs import flat_id, list_bugs
 from bugzoo.cli import main
 from bugzoo.harness import store
 from bugzoo.teach.report import build
@@ -132,41 +135,65 @@ def test_browser_filters_and_reveal(results, tmp_path):
         driver.quit()
 
 
-def test_cards_do_not_give_the_answer_away(tmp_path):
-    """Before a card is revealed, its page holds no bug's id, file or title, no figure of
-    ``results/curves/`` (which are titled with them), and no comment of the buggy code ("# no
-    zero_grad()" names the bug); revealing decodes each card's own answer. The order is drawn
-    from the seed, not the catalogue's."""
-    import base64
-    import hashlib
-    import re
+def revealed(page: str) -> list[str]:
+    """Each card's answer, decoded as its Reveal button does: base64, then XOR with the page's
+    key."""
+    key = base64.b64decode(re.search(r"data-key='([^']*)'", page)[1])
+    return [bytes(b ^ key[i % len(key)] for i, b in enumerate(base64.b64decode(a))).decode()
+            for a in re.findall(r"data-answer='([^']*)'", page)]
 
+
+def before_reveal(page: str) -> str:
+    """What a student reads of a cards page before pressing Reveal: its text and source, with
+    the encoded answers left out and entities decoded."""
+    return html.unescape(re.sub(r"data-answer='[^']*'", "", page))
+
+
+def test_cards_do_not_give_the_answer_away(tmp_path):
+    """Before a card is revealed, its page holds no bug's id, title or five words in a row of
+    its symptom or explanation, and no comment of the buggy code ("# no zero_grad()" names the
+    bug). An answer read as plain base64, as any decoder reads it, names no bug either, and the
+    page says the encoding is a speed bump, not security; Reveal decodes each card's own
+    answer. The order is drawn from the seed, not the catalogue's."""
     from bugzoo.teach.cards import cards_page
 
     bugs = list_bugs()
     assert sum("#" in b.buggy for b in bugs) > 10  # the comments this test is about
     text = cards_page(bugs, tmp_path / "no-results", tmp_path / "all", seed=0)
-    asked = re.sub(r"data-answer='[^']*'", "", text)
+    asked = before_reveal(text)
+    assert not answers_shown(asked)
     for b in bugs:
         assert not (found := named(asked, b.id)), (b.id, found)
-        assert b.title.lower() not in asked.lower(), b.id
-    answers = [base64.b64decode(a).decode() for a in re.findall(r"data-answer='([^']*)'", text)]
-    order = [next(b.id for b in bugs if f"<b>{b.id}</b>:" in a) for a in answers]
+    assert "speed bump, not security" in asked
+    glanced = [base64.b64decode(a).decode("latin-1")
+               for a in re.findall(r"data-answer='([^']*)'", text)]
+    assert len(glanced) == len(bugs) and not answers_shown(" ".join(glanced))
+    order = [next(b.id for b in bugs if f"<b>{b.id}</b>:" in a) for a in revealed(text)]
     assert sorted(order) == sorted(b.id for b in bugs) and order != sorted(order)
-    assert order != [next(b.id for b in bugs if f"<b>{b.id}</b>:" in base64.b64decode(a).decode())
-                     for a in re.findall(r"data-answer='([^']*)'",
-                                         cards_page(bugs, tmp_path / "none", tmp_path / "b", 1))]
+    assert order != [next(b.id for b in bugs if f"<b>{b.id}</b>:" in a) for a in
+                     revealed(cards_page(bugs, tmp_path / "none", tmp_path / "b", 1))]
     for shown in re.findall(r"<pre>(.*?)</pre>", asked, re.S):
         assert "#" not in shown and shown.strip()
 
-    drawn = [b for b in bugs if b.id in ("double_softmax", "linear_in_features_wrong",
-                                         "missing_zero_grad")]
-    cards = cards_page(drawn, ROOT / "results", tmp_path / "drawn", seed=0)
-    figures = sorted((tmp_path / "drawn" / "cards").glob("*.png"))
-    assert len(figures) == len(drawn) == cards.count("<img")
-    published = {hashlib.sha256(p.read_bytes()).digest()
-                 for p in (ROOT / "results" / "curves").glob("*.png")}
-    assert not published & {hashlib.sha256(p.read_bytes()).digest() for p in figures}
+
+@pytest.mark.slow
+def test_a_student_sees_no_answer_before_revealing(tmp_path):
+    """Issue 73's test: the cards page of a report of the committed results, and every card
+    figure it shows, hold no id or title of any bug of the catalogue and no committed
+    ``results/curves/*.png`` (by its sha256) before a card is revealed. Each bug with curve
+    data has a figure drawn for its card, and Reveal gives each card its own bug."""
+    out = tmp_path / "report"
+    build(ROOT / "results", out, None, seed=0)
+    text = (out / "cards.html").read_text()
+    shown = re.findall(r"<img src='([^']*)'", text)
+    with_curves = [b for b in list_bugs()
+                   if (ROOT / "results" / "curves" / f"{flat_id(b.id)}.parquet").is_file()]
+    assert len(shown) == len(with_curves) > 50 and all(s.startswith("cards/") for s in shown)
+    assert not (found := answers_shown(before_reveal(text),
+                                       [(out / s).read_bytes() for s in shown])), found
+    answers = revealed(text)
+    assert len(answers) == len(list_bugs())
+    assert all(sum(f"<b>{b.id}</b>:" in a for b in list_bugs()) == 1 for a in answers)
 
 
 def test_bug_pages_fall_back_to_the_published_per_bug_table(results):

@@ -3,9 +3,11 @@
 A card shows what a practitioner observes (the symptom in their words, and curves of two runs
 named A and B, one of them the buggy run, drawn afresh from ``results/curves/<bug>.parquet``
 with no bug id, title, scenario or command on them) and, on request, the buggy code without
-its comments. The answer (bug, title, fix, explanation) is in the page only encoded, and
-decoded when the card is revealed. Cards are shuffled with a seed, and which run is A is drawn
-per card, so neither the order nor the colours tell.
+its comments. The answer (bug, title, fix, explanation) is in the page only scrambled (XOR
+with a key of the page's, then base64), and unscrambled when the card is revealed: a speed bump
+against a glance at the source, not security, since the key is in the page. Cards are shuffled
+with a seed, which also draws the key and which run is A on each card, so neither the order
+nor the colours tell.
 """
 
 from __future__ import annotations
@@ -24,10 +26,14 @@ from bugzoo.teach.catalogue import observed
 
 # the trace quantities a card may plot, in the order its panels show them
 QUANTITIES = ("loss", "val_acc", "grad_norm", "val_loss", "heap_mb", "data_s", "param_norm")
+KEY_BYTES = 16
 SCRIPT = """
+const KEY = Uint8Array.from(atob(document.getElementById('cards').dataset.key),
+                            c => c.charCodeAt(0));
 function reveal(button) {
   const answer = button.parentElement.querySelector('.answer');
-  const bytes = Uint8Array.from(atob(answer.dataset.answer), c => c.charCodeAt(0));
+  const bytes = Uint8Array.from(atob(answer.dataset.answer),
+                                (c, i) => c.charCodeAt(0) ^ KEY[i % KEY.length]);
   answer.innerHTML = new TextDecoder().decode(bytes);
   answer.classList.remove('hidden');
   button.classList.add('hidden');
@@ -83,11 +89,13 @@ def stopped(bands: pd.DataFrame, name: str) -> str | None:
     return None
 
 
-def encoded(text: str) -> str:
-    return base64.b64encode(text.encode()).decode()
+def encoded(text: str, key: bytes) -> str:
+    """``text`` as the page holds an answer: its UTF-8 bytes XOR ``key`` (repeated), in base64."""
+    data = text.encode()
+    return base64.b64encode(bytes(b ^ key[i % len(key)] for i, b in enumerate(data))).decode()
 
 
-def card(bug: Bug, figure: str | None) -> str:
+def card(bug: Bug, figure: str | None, key: bytes) -> str:
     answer = (f"<p><b>{esc(bug.id)}</b>: {esc(bug.title)}</p><p>{esc(bug.symptom)}</p>"
               f"<div class=fixed><pre>{esc(bug.fixed)}</pre></div><p>{esc(bug.explanation)}</p>")
     return (f"<div class=card data-models='{esc(' '.join(bug.models))}'>"
@@ -97,22 +105,26 @@ def card(bug: Bug, figure: str | None) -> str:
             + "<details><summary>show the code</summary><p>What is wrong in this code?</p>"
             f"<pre>{esc(bug.buggy_puzzle)}</pre></details>"
             "<button class=reveal onclick='reveal(this)'>Reveal</button>"
-            f"<div class='answer hidden' data-answer='{encoded(answer)}'></div></div>")
+            f"<div class='answer hidden' data-answer='{encoded(answer, key)}'></div></div>")
 
 
 def cards_page(bugs: list[Bug], results: Path, out: Path, seed: int) -> str:
     """The cards of ``bugs`` in an order drawn from ``seed``, their figures written under
-    ``out/cards/`` (numbered in the card's order); the page's body."""
+    ``out/cards/`` (numbered in the card's order), their answers scrambled with a key drawn
+    from ``seed``; the page's body."""
     rng = random.Random(seed)
     order = list(bugs)
     rng.shuffle(order)
+    key = rng.randbytes(KEY_BYTES)
     parts = []
     for n, bug in enumerate(order, 1):
         bands = results / "curves" / f"{flat_id(bug.id)}.parquet"
         png = out / "cards" / f"{n}.png"
         buggy_is_a = rng.random() < 0.5
         drawn = bands.is_file() and card_figure(pd.read_parquet(bands), png, buggy_is_a)
-        parts.append(card(bug, f"cards/{n}.png" if drawn else None))
+        parts.append(card(bug, f"cards/{n}.png" if drawn else None, key))
     return ("<p><a href='index.html'>&larr; catalogue</a></p><h1>Spot the bug</h1>"
             f"<p>{len(order)} cards, shuffled (seed {seed}). Each shows what was observed; the "
-            "code is a click away, and the answer another.</p>" + "".join(parts))
+            "code is a click away, and the answer another. Until then the answers are in this "
+            "page's source only scrambled: a speed bump, not security.</p>"
+            f"<div id=cards data-key='{base64.b64encode(key).decode()}'>{''.join(parts)}</div>")

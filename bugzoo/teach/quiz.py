@@ -1,12 +1,13 @@
 """``bugzoo quiz``: spot-the-bug questions in the terminal, from real runs' symptoms.
 
 Questions are drawn from the scenarios ``results/validity.csv`` proves (valid, not marked
-unproven), and a question is asked only when its own runs show the symptom its check names,
-in the check's direction. Each question shows a buggy run next to its clean control (sparklines, summary numbers and an
-anonymous PNG of the curves) without naming the bug, offers four bugs to choose from, then
-reveals the bug's card: BUGGY and FIXED code and the explanation. Answers are read from stdin
-line by line (a letter A-D), so a quiz can be scripted. Runs come from ``bugzoo results validate``'s
-store when present, else are made once with short settings and cached.
+unproven there nor in the scenario's file now), and a question is asked only when its own runs
+show the symptom its check names, in the check's direction. Each question shows a buggy run
+next to its clean control (sparklines, summary numbers and an anonymous PNG of the curves)
+without naming the bug, offers four bugs to choose from, then reveals the bug's card: BUGGY
+and FIXED code and the explanation. Answers are read from stdin line by line (a letter A-D), so
+a quiz can be scripted. Runs come from ``bugzoo results validate``'s store when present, else
+are made once with short settings and cached.
 """
 
 from __future__ import annotations
@@ -65,12 +66,12 @@ def candidate_scenarios(category: str | None, model: str | None,
                         proven: set[str] | None = None) -> list[Scenario]:
     """Buggy scenarios a question can be about, matching the filters: quick in-process runs on
     the CPU whose symptom one buggy run beside one clean run can show (not a symptom that two
-    runs of one seed disagree), among ``proven`` where it is given. Scenarios left out are
-    left out quietly: the quiz prints only its questions."""
+    runs of one seed disagree), not marked unproven in their file, and among ``proven`` where
+    it is given. Scenarios left out are left out quietly: the quiz prints only its questions."""
     chosen = []
     for s in list_scenarios():
-        if s.clean or s.isolate or s.skip_reason("cpu") or (proven is not None
-                                                            and s.id not in proven):
+        if (s.clean or s.isolate or s.unproven or s.skip_reason("cpu")
+                or (proven is not None and s.id not in proven)):
             continue
         bug = get_bug(s.bug)
         if bug.check.direction == "varies":

@@ -205,7 +205,8 @@ def main(argv: list[str]) -> int:
                    help="a scored sweep: which detectors catch each bug (default: "
                    "results/runs/bench when it is there)")
     p.add_argument("--out", type=Path, default=None, help="default: <results>/report")
-    p.add_argument("--seed", type=int, default=0, help="the cards' order and which run is A")
+    p.add_argument("--seed", type=int, default=0,
+                   help="the cards' order, which run is A and the answers' key")
     args = p.parse_args(argv)
     if not args.results.is_dir():
         raise UsageError(f"no results folder {args.results}")
