@@ -1,9 +1,9 @@
-"""Submissions that fix nothing, against today's grader (issue 73): each attack is written
-first and watched scoring. The grader runs a submission with its own rights, in a process of
-its own but unconfined, and counts steps with hooks inside that process. Each attack's test asserts
-what a sealed grader must say, and is a strict xfail until the grader is sealed: once it is,
-the test passes and the xfail mark must go. The controls pass today, and keep passing: the
-checks the attacks get round do work on honest scripts."""
+"""Submissions that fix nothing, against the sealed grader (issue 73), each written first and
+watched scoring against the grader it replaced (which ran submissions unconfined, in a process
+of its own, and counted steps only with hooks inside it: the key reader was SOLVED and the hook
+clearer kept the task). Each attack's test asserts what a sealed grader must say; the one it
+does not yet say is a strict xfail. The controls keep passing: the checks the attacks get round
+do work on honest scripts."""
 
 from __future__ import annotations
 
@@ -13,11 +13,16 @@ from pathlib import Path
 
 import pytest
 
+from bugzoo.harness import sandbox
 from bugzoo.teach.tasks.grade import grade
 from bugzoo.teach.tasks.make import make_task
 
 SCENARIO = "mlp-double_softmax"  # the fastest task: 200 steps of a small MLP
-UNSEALED = "the grader runs submissions unconfined, with step hooks they can reach (issue 73)"
+SAME_SOURCE = ("the grader measures the model on fresh points of the script's own data source, "
+               "which the script holds: fresh generator parameters served by the grader change "
+               "the task contract (issue 73, build item 2)")
+needs_namespaces = pytest.mark.skipif(sandbox.confinement() != sandbox.NAMESPACES,
+                                      reason="user namespaces are not allowed here")
 
 BAYES = '''
 
@@ -52,6 +57,24 @@ HOOKS_CLEARED = '''import torch.optim.optimizer as _optimizer
 _optimizer._global_optimizer_pre_hooks.clear()  # the grader's step counter, gone
 _optimizer._global_optimizer_post_hooks.clear()
 '''
+TEMPLATE_READER = '''from bugzoo.teach.export import render  # bugzoo's own clean template, to diff
+
+print(render("mlp-double_softmax")["fixed"])
+'''
+OFF_THE_BOOKS = '''import os
+import time
+
+if os.fork() == 0:  # trains the longer run in a process of its own, never waited for
+    import torch
+    torch.save({"done": 1}, "weights.pt")
+    x = torch.randn(256, 256)
+    for _ in range(1500):
+        x = torch.tanh(x @ x) / 16
+    os.replace("weights.pt", "trained.pt")
+    os._exit(0)
+while not os.path.exists("trained.pt"):
+    time.sleep(0.05)
+'''
 
 
 @pytest.fixture(scope="module")
@@ -78,22 +101,37 @@ def longer(script: str, steps: int) -> str:
     return re.sub(r"^STEPS, ", f"STEPS = {steps}\n_, ", script, count=1, flags=re.M)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=UNSEALED)
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=SAME_SOURCE)
 def test_a_network_that_learned_nothing_is_not_solved(task):
     """The bug left in training; in eval mode the data source's Bayes posterior."""
     script = (task / "task" / "train.py").read_text() + BAYES
     assert not grade(submit(task, "bayes", script), task / "key").solved
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=UNSEALED)
+@needs_namespaces
 def test_a_script_that_runs_the_key_is_not_solved(task):
-    assert not grade(submit(task, "key_reader", KEY_READER), task / "key").solved
+    result = grade(submit(task, "key_reader", KEY_READER), task / "key")
+    assert not result.solved and "StopIteration" in result.why_not_kept  # no key.json in sight
+    assert result.sandbox == sandbox.NAMESPACES
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=UNSEALED)
+@needs_namespaces
+def test_a_script_cannot_import_bugzoo_to_diff_against_its_templates(task):
+    result = grade(submit(task, "template_reader", TEMPLATE_READER + fixed(task)), task / "key")
+    assert not result.kept_task and "No module named 'bugzoo" in result.why_not_kept
+
+
 def test_a_script_that_clears_the_step_hooks_cannot_train_past_the_budget(task):
     script = HOOKS_CLEARED + longer(fixed(task), 1000)
-    assert not grade(submit(task, "hooks_cleared", script), task / "key").kept_task
+    result = grade(submit(task, "hooks_cleared", script), task / "key")
+    assert not result.kept_task and "CPU-s" in result.why_not_kept
+
+
+@needs_namespaces
+def test_cpu_spent_in_a_process_the_script_never_waits_for_counts(task):
+    """The kernel adds an orphan's CPU time to the server that reaps it, so it still counts."""
+    result = grade(submit(task, "off_the_books", OFF_THE_BOOKS + fixed(task)), task / "key")
+    assert not result.kept_task and "CPU-s" in result.why_not_kept
 
 
 def test_control_the_step_budget_holds_for_a_script_that_leaves_the_hooks(task):
@@ -101,5 +139,6 @@ def test_control_the_step_budget_holds_for_a_script_that_leaves_the_hooks(task):
     assert not result.kept_task and "steps" in result.why_not_kept
 
 
-def test_control_the_key_s_own_fix_is_solved(task):
-    assert grade(submit(task, "honest", fixed(task)), task / "key").solved
+def test_control_the_key_s_own_fix_is_solved_within_its_budget(task):
+    result = grade(submit(task, "honest", fixed(task)), task / "key")
+    assert result.solved and result.sandbox == sandbox.confinement()

@@ -30,7 +30,7 @@ def fake_grade(worse: bool) -> Grade:
     return Grade(diagnosed=not worse, kept_task=True, healthy=not worse, solved=not worse,
                  category="loss", why_not_kept="", accuracy=accuracy, fixed_accuracy=[0.9] * 5,
                  loss=[2.0] * 5, fixed_loss=[0.3] * 5, accuracy_p=0.5 if worse else 0.01,
-                 loss_p=0.5 if worse else 0.01)
+                 loss_p=0.5 if worse else 0.01, sandbox="namespaces")
 
 
 @pytest.fixture

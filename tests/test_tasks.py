@@ -293,7 +293,7 @@ def test_a_task_needs_a_worse_network_not_just_another_layer():
 
     def unchanged(kept: bool, p: float) -> Grade:
         return Grade(False, kept, False, False, "none", "" if kept else "layers differ",
-                     [0.9] * 5, [0.9] * 5, [0.2] * 5, [0.2] * 5, p, p)
+                     [0.9] * 5, [0.9] * 5, [0.2] * 5, [0.2] * 5, p, p, "namespaces")
 
     assert is_task(unchanged(kept=True, p=1.0)) and is_task(unchanged(kept=False, p=1.0))
     assert not is_task(unchanged(kept=False, p=1 / 32))
@@ -312,7 +312,7 @@ def test_an_interview_picks_tasks_by_the_task_sets_rule(tmp_path, monkeypatch):
         p = 1 / 32 if len(made) == 0 else 1.0  # the first: another layer, as good a network
         made.append(scenario)
         return Grade(False, False, False, False, "none", "layers differ",
-                     [0.9] * 5, [0.9] * 5, [0.2] * 5, [0.2] * 5, p, p)
+                     [0.9] * 5, [0.9] * 5, [0.2] * 5, [0.2] * 5, p, p, "namespaces")
 
     made: list[str] = []
     monkeypatch.setattr(interview_module, "make_checked_task", checked)

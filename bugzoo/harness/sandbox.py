@@ -19,6 +19,7 @@ import functools
 import os
 import resource
 import shutil
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -63,6 +64,21 @@ def confinement() -> str:
 def confined_command(argv: list[str]) -> list[str]:
     """``argv`` run in new namespaces, or as it is where :func:`confinement` says none."""
     return [*UNSHARE, *argv] if confinement() == NAMESPACES else list(argv)
+
+
+def read_message(stream) -> bytes | None:
+    """One message from ``stream`` (a 4-byte big-endian length, then the body), or ``None`` at
+    its end: the framing on every pipe to and from a confined tree."""
+    head = stream.read(4)
+    if len(head) < 4:
+        return None
+    (size,) = struct.unpack(">I", head)
+    return stream.read(size)
+
+
+def write_message(stream, body: bytes) -> None:
+    stream.write(struct.pack(">I", len(body)) + body)
+    stream.flush()
 
 
 # ----------------------------------------------------------------- inside the confined tree

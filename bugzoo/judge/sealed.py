@@ -32,9 +32,9 @@ from bugzoo.detector_registry import DETECTORS, SELECTORS, detector_class, selec
 from bugzoo.errors import UsageError
 from bugzoo.harness import sandbox, store
 from bugzoo.harness.record import DetectorStatus
+from bugzoo.harness.sandbox import read_message, write_message
 from bugzoo.harness.traceset import StoredRun, is_traceset, stored_runs
 from bugzoo.judge.outcomes import judge_run
-from bugzoo.judge.sealed_zygote import read_message, write_message
 from bugzoo.telemetry import LAYER_COLUMNS, LAYERS
 from bugzoo.trace import RECORD_FIELDS, RunFacts
 

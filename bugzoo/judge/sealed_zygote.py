@@ -23,7 +23,6 @@ import os
 import pickle
 import select
 import statistics  # noqa: F401 - loaded once here for every child: most detectors read it
-import struct
 import sys
 import time
 from pathlib import Path
@@ -31,24 +30,12 @@ from pathlib import Path
 from bugzoo.detector_registry import DETECTORS, load_detector
 from bugzoo.harness import sandbox
 from bugzoo.harness.budget import budget_scope
+from bugzoo.harness.sandbox import read_message, write_message
 from bugzoo.harness.watch import Watch, call_all
 from bugzoo.telemetry import observations
 from bugzoo.trace import RunFacts
 
 MAX_REPLY = 64 << 20  # bytes of JSON a job may send back
-
-
-def read_message(stream) -> bytes | None:
-    head = stream.read(4)
-    if len(head) < 4:
-        return None
-    (size,) = struct.unpack(">I", head)
-    return stream.read(size)
-
-
-def write_message(stream, body: bytes) -> None:
-    stream.write(struct.pack(">I", len(body)) + body)
-    stream.flush()
 
 
 def score_job(job: dict) -> dict:

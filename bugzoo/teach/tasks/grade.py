@@ -2,24 +2,27 @@
 
 A submission is a folder with the patched ``train.py`` and an ``answer.json`` (``category``, and
 optionally ``bug`` and ``explanation``). The grader trains the patched script and the key's
-fixed script with the key's seeds, in processes of their own, and evaluates both trained
-models on fresh data drawn with the key's secret seed (:mod:`~bugzoo.teach.tasks.runner`).
-Each distinct run trains once (:mod:`~bugzoo.teach.tasks.cache`): the fixed script trains once
-per key, not once per grade.
+fixed script with the key's seeds, sealed (:mod:`~bugzoo.teach.tasks.sealed_runs`: confined,
+with the key, bugzoo and its results out of sight, no network), and evaluates both trained
+models on fresh data drawn with the key's secret seed, sent to the models only once they have
+trained; the labels never enter a script's process. Each distinct run trains once
+(:mod:`~bugzoo.teach.tasks.cache`): the fixed script trains once per key, not once per grade.
 
 * **Kept the task:** no script error, the same data source (the global the model family names,
-  ``SOURCE`` in :mod:`bugzoo.teach.reproducers`), no more optimizer steps than the fixed script,
-  the same kinds of parameterised layers (any width or depth).
+  ``SOURCE`` in :mod:`bugzoo.teach.reproducers`), no more optimizer steps than the fixed script
+  (counted by a hook in the run), no more CPU time than :func:`cpu_budget` allows against the
+  fixed script's (counted by the kernel, outside the run), the same kinds of parameterised
+  layers (any width or depth).
 * **Healthy:** not worse than the fixed script beyond the margins
   (:mod:`~bugzoo.teach.tasks.health`).
 * **Diagnosed:** the answer's category is the bug's.
 
-*Solved* is all three. The grade goes to ``SUB/grade.json``; one line sums it up.
+*Solved* is all three. The grade goes to ``SUB/grade.json``; one line sums it up and says how
+the runs were confined (a grade made unconfined is not credible: the script could read the key).
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -29,12 +32,27 @@ from pathlib import Path
 import torch
 
 from bugzoo.errors import ArgumentParser, UsageError
+from bugzoo.harness import sandbox
 from bugzoo.teach.tasks import cache, health
 from bugzoo.teach.tasks.make import categories
-from bugzoo.teach.tasks.runner import ScriptProcess, Trained
+from bugzoo.teach.tasks.runner import Trained
 from bugzoo.teach.tasks.script import family
+from bugzoo.teach.tasks.sealed_runs import (
+    PROTOCOL,
+    SealedRun,
+    SealedScripts,
+    secret_folders,
+    shared_servers,
+)
 
 FRESH_POINTS = 2000  # per seed: accuracy to about 1 point (binomial sd at 0.8)
+# A fix trains the task's model for the task's steps, so it costs about what the fixed script
+# costs; the harmless changes the grader must accept (a 4x batch, a 4x wider layer) cost more
+# per step, up to 2.25x on these models (``cpu_ratio`` in results/harmless.md), and the factor
+# leaves room above that. The slack covers a run's scheduling noise (milliseconds). A run's CPU
+# time is counted by the kernel for its whole process tree (sealed_runs), so clearing the step
+# hooks or stepping by hand does not hide it; training 3x longer still fits.
+CPU_FACTOR, CPU_SLACK_S = 3.0, 0.05
 
 
 @dataclass(frozen=True)
@@ -53,6 +71,7 @@ class Grade:
     fixed_loss: list[float]
     accuracy_p: float
     loss_p: float
+    sandbox: str  # what the runs were confined by ("unconfined": a grade not to be trusted)
 
     def line(self) -> str:
         def mean(values: list[float]) -> str:
@@ -63,7 +82,13 @@ class Grade:
                 f"{'right' if self.diagnosed else 'wrong'} ({self.category}); fix {fix} "
                 f"(fresh-data accuracy {mean(self.accuracy)} vs {mean(self.fixed_accuracy)}, "
                 f"loss {mean(self.loss)} vs {mean(self.fixed_loss)}; p = {self.accuracy_p:.3g}"
-                f", {self.loss_p:.3g})")
+                f", {self.loss_p:.3g}; {confinement_note(self.sandbox)})")
+
+
+def confinement_note(confinement: str) -> str:
+    """How a grade's runs were confined, as its line says it."""
+    return ("sealed: runs confined by Linux namespaces" if confinement == sandbox.NAMESPACES
+            else "UNCONFINED: the runs could read the key, so this grade is not credible")
 
 
 def read_json(path: Path, what: str) -> dict:
@@ -90,58 +115,66 @@ def read_answer(submission: Path) -> str:
     return category
 
 
-Run = tuple[Trained, torch.Tensor | str]  # a seed's run, and its model's outputs (or error)
-
-
 def train_all(scripts: list[Path], seeds: list[int], logs: Path, source: str,
-              fresh: dict[int, tuple[torch.Tensor, ...]]) -> list[list[Run]]:
-    """Per script, each seed's run (keeping its data source, the global named ``source``) and
-    its model's outputs on that seed's fresh inputs.
+              fresh: dict[int, tuple[torch.Tensor, ...]], hidden: list[Path]
+              ) -> list[list[SealedRun]]:
+    """Per script, each seed's sealed run (:mod:`~bugzoo.teach.tasks.sealed_runs`, ``hidden``
+    covered), keeping its data source (the global named ``source``), with its model's outputs
+    on that seed's fresh inputs.
 
     Each distinct run trains once: one kept in the cache (:mod:`~bugzoo.teach.tasks.cache`) is
-    read from it; the others train in two processes at a time, the seeds dealt between them,
-    and those that ended without an error are kept."""
-    keys = {(i, seed): cache.key(script.read_text(), str(seed), source, *fresh[seed])
-            for i, script in enumerate(scripts) for seed in seeds}
+    read from it; the others train in two sealed servers at a time, the runs dealt between
+    them (:func:`~bugzoo.teach.tasks.sealed_runs.shared_servers`), and those that ended
+    without an error are kept."""
+    texts = [script.read_text() for script in scripts]
+    keys = {(i, seed): cache.key(PROTOCOL, texts[i], str(seed), source, *fresh[seed])
+            for i in range(len(scripts)) for seed in seeds}
     found = {}
     for key in set(keys.values()):
         if (kept := cache.load(key)) is not None:
-            found[key] = Trained(**kept["trained"]), kept["outputs"]
+            found[key] = SealedRun(Trained(**kept["trained"]), kept["outputs"], kept["cpu_s"])
     todo: dict[str, tuple[int, int]] = {}
     for job, key in keys.items():
         if key not in found:
             todo.setdefault(key, job)
     missing = list(todo.items())
 
-    def work(jobs: list[tuple[str, tuple[int, int]]], worker: int) -> dict[str, Run]:
-        done = {}
-        for i, group in itertools.groupby(jobs, key=lambda job: job[1][0]):
-            with ScriptProcess(scripts[i], logs / f"script{i}-{worker}.log", source) as process:
-                for key, (_, seed) in group:
-                    trained = process.train(seed)
-                    done[key] = trained, trained.error or process.evaluate(fresh[seed])
-        return done
+    def work(jobs: list[tuple[str, tuple[int, int]]], server: SealedScripts
+             ) -> dict[str, SealedRun]:
+        return {key: server.run(texts[i], seed, source, fresh[seed], logs / f"script{i}.log")
+                for key, (i, seed) in jobs}
 
     with ThreadPoolExecutor(2) as pool:
-        for done in pool.map(work, (missing[0::2], missing[1::2]), (0, 1)):
+        for done in pool.map(work, (missing[0::2], missing[1::2]), shared_servers(hidden, 2)):
             found.update(done)
-            for key, (trained, outputs) in done.items():
-                if not trained.error and isinstance(outputs, torch.Tensor):
-                    cache.save(key, {"trained": asdict(trained), "outputs": outputs})
+            for key, run in done.items():
+                if not run.trained.error and isinstance(run.outputs, torch.Tensor):
+                    cache.save(key, {"trained": asdict(run.trained), "outputs": run.outputs,
+                                     "cpu_s": run.cpu_s})
     return [[found[keys[(i, seed)]] for seed in seeds] for i in range(len(scripts))]
 
 
-def why_not_kept(patched: Trained, fixed: Trained, source: torch.Tensor, name: str) -> str:
+def cpu_budget(fixed_cpu_s: float) -> float:
+    """The CPU seconds a fix may spend on a seed: :data:`CPU_FACTOR` times the fixed script's,
+    and :data:`CPU_SLACK_S`."""
+    return CPU_FACTOR * fixed_cpu_s + CPU_SLACK_S
+
+
+def why_not_kept(patched: SealedRun, fixed: SealedRun, source: torch.Tensor, name: str) -> str:
     """Why the patched run left the task, or ``""`` if it kept it; ``source`` is the data
     source the task draws for the run's seed, the script's global ``name``."""
-    if patched.error:
-        return f"seed {patched.seed} stopped with {patched.error}"
-    if patched.source is None or not torch.equal(patched.source, source):
+    run, seed = patched.trained, patched.trained.seed
+    if run.error:
+        return f"seed {seed} stopped with {run.error}"
+    if run.source is None or not torch.equal(run.source, source):
         return f"the data source changed ({name})"
-    if patched.steps > fixed.steps:
-        return f"{patched.steps} optimizer steps, more than the {fixed.steps} of the task"
-    if set(patched.layers) != set(fixed.layers):
-        return f"layers {sorted(patched.layers)} instead of {sorted(fixed.layers)}"
+    if run.steps > fixed.trained.steps:
+        return f"{run.steps} optimizer steps, more than the {fixed.trained.steps} of the task"
+    if patched.cpu_s > (budget := cpu_budget(fixed.cpu_s)):
+        return (f"{patched.cpu_s:.1f} CPU-s on seed {seed}, over the task's budget of "
+                f"{budget:.1f} ({CPU_FACTOR:g} times the fixed script's, and {CPU_SLACK_S:g} s)")
+    if set(run.layers) != set(fixed.trained.layers):
+        return f"layers {sorted(run.layers)} instead of {sorted(fixed.trained.layers)}"
     return ""
 
 
@@ -158,14 +191,14 @@ def grade(submission: Path, key: Path) -> Grade:
                                  settings) for s in seeds}
     with tempfile.TemporaryDirectory() as logs:
         runs = train_all([submission / "train.py", key / "fixed.py"], seeds, Path(logs),
-                         task.SOURCE, {s: x for s, (x, _) in fresh.items()})
-    broken = next((t for t, _ in runs[1] if t.error), None)
+                         task.SOURCE, {s: x for s, (x, _) in fresh.items()}, secret_folders(key))
+    broken = next((r.trained for r in runs[1] if r.trained.error), None)
     if broken:  # the key's own script must train: this is the key's fault, not the submission's
         raise RuntimeError(f"the key's fixed.py failed on seed {broken.seed}: {broken.error}")
-    patched = [health.outcome(out, fresh[t.seed][1], task.CLASSES) for t, out in runs[0]]
-    fixed = [health.outcome(out, fresh[t.seed][1], task.CLASSES) for t, out in runs[1]]
-    reasons = [why_not_kept(p, f, sources[p.seed], task.SOURCE)
-               for (p, _), (f, _) in zip(*runs, strict=True)]
+    patched, fixed = ([health.outcome(r.outputs, fresh[r.trained.seed][1], task.CLASSES)
+                       for r in script_runs] for script_runs in runs)
+    reasons = [why_not_kept(p, f, sources[p.trained.seed], task.SOURCE)
+               for p, f in zip(*runs, strict=True)]
     why = next((r for r in reasons if r), "")
     verdict = health.judge(patched, fixed)
     diagnosed = category == answer["category"]
@@ -173,7 +206,7 @@ def grade(submission: Path, key: Path) -> Grade:
                  diagnosed and verdict.healthy and not why, category, why,
                  [o.accuracy for o in patched], [o.accuracy for o in fixed],
                  [o.loss for o in patched], [o.loss for o in fixed],
-                 verdict.accuracy_p, verdict.loss_p)
+                 verdict.accuracy_p, verdict.loss_p, sandbox.confinement())
 
 
 def main(argv: list[str]) -> int:

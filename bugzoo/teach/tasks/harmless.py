@@ -26,9 +26,10 @@ from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.judge.tables import markdown
 from bugzoo.teach.export import render_clean, template_models
 from bugzoo.teach.tasks import health
-from bugzoo.teach.tasks.grade import FRESH_POINTS, train_all
+from bugzoo.teach.tasks.grade import CPU_FACTOR, CPU_SLACK_S, FRESH_POINTS, train_all
 from bugzoo.teach.tasks.make import GRADE_SEEDS
 from bugzoo.teach.tasks.script import seeded
+from bugzoo.teach.tasks.sealed_runs import secret_folders
 from bugzoo.teach.tasks.solvers import harmless_changes
 
 log = logging.getLogger(__name__)
@@ -53,18 +54,21 @@ def prove(model: str, work: Path, seeds: list[int] | None = None,
     for name in ("clean", *names):
         scripts.append(work / f"{model}-{name}.py")
         scripts[-1].write_text(seeded(render_clean(None if name == "clean" else name, model)))
-    runs = train_all(scripts, seeds, work, family.SOURCE, {s: x for s, (x, _) in fresh.items()})
-    measured = [[health.outcome(outputs, fresh[trained.seed][1], family.CLASSES)
-                 for trained, outputs in script_runs] for script_runs in runs]
+    runs = train_all(scripts, seeds, work, family.SOURCE, {s: x for s, (x, _) in fresh.items()},
+                     secret_folders(None))
+    measured = [[health.outcome(run.outputs, fresh[run.trained.seed][1], family.CLASSES)
+                 for run in script_runs] for script_runs in runs]
     clean, rows = measured[0], []
-    for name, changed in zip(names, measured[1:], strict=True):
+    for name, changed, changed_runs in zip(names, measured[1:], runs[1:], strict=True):
         verdict = health.judge(changed, clean)
         rows.append({"model": model, "change": name, "harmless": verdict.healthy,
                      "accuracy": fmean(o.accuracy for o in changed),
                      "clean_accuracy": fmean(o.accuracy for o in clean),
                      "loss": fmean(o.loss for o in changed),
                      "clean_loss": fmean(o.loss for o in clean),
-                     "accuracy_p": verdict.accuracy_p, "loss_p": verdict.loss_p})
+                     "accuracy_p": verdict.accuracy_p, "loss_p": verdict.loss_p,
+                     "cpu_ratio": fmean(c.cpu_s / b.cpu_s for c, b in zip(changed_runs, runs[0],
+                                                                          strict=True))})
     return rows
 
 
@@ -80,7 +84,10 @@ def page(table: pd.DataFrame, command: str) -> str:
             f"seed (evaluation seed {EVAL_SEED}), judged by the grader's health test "
             "(`bugzoo/teach/tasks/health.py`: not worse beyond 3 accuracy points and 0.1 "
             "nats, by an exact one-sided sign-flip test paired by seed, p <= 0.05 for both). "
-            "Accuracy and loss are means over the seeds.\n\n"
+            "Accuracy and loss are means over the seeds. `cpu_ratio` is the change's CPU time "
+            "over the clean script's, per seed then averaged, as the grader counts it for its "
+            f"budget (a fix may spend {CPU_FACTOR:g} times the fixed script's, and "
+            f"{CPU_SLACK_S:g} s): the largest is {table['cpu_ratio'].max():.2f}.\n\n"
             f"**{int(table['harmless'].sum())} of {len(table)} changes pass.** Rejected: "
             f"{named}.\n\n{markdown(table.round(3))}\n")
 
