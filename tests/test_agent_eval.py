@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import named
+from conftest import ROOT, named
 
 from bugzoo.errors import UsageError
 from bugzoo.teach.tasks.make import make_task
@@ -55,14 +55,32 @@ def test_an_agent_that_fixes_a_task_scores_and_one_that_does_not_fails(task_set)
     key = task_set / "keys" / "task-01"
     fix = ((key / "fixed.py").read_text(), json.loads((key / "key.json").read_text())["category"])
     model = get_model("mockllm/model", custom_outputs=scripted_agent({"task-01": fix}))
-    [log] = inspect_eval(find_and_fix(set_dir=str(task_set)), model=model, display="none",
-                         log_dir=str(task_set / "logs"), max_samples=1)
+    [log] = inspect_eval(find_and_fix(set_dir=str(task_set), sandbox="local"), model=model,
+                         display="none", log_dir=str(task_set / "logs"), max_samples=1)
     assert log.status == "success", log.error
     scores = {s.id: s.scores["retrained"] for s in log.samples}
     assert scores["task-01"].value == 1 and "SOLVED: diagnosis right" in (
         scores["task-01"].explanation)
     assert scores["task-02"].value == 0 and "NOT SOLVED" in scores["task-02"].explanation
     assert scores["task-01"].metadata["healthy"] and not scores["task-02"].metadata["healthy"]
+    for score in scores.values():  # the local sandbox shows the agent the keys: said each time
+        assert score.explanation.startswith("NOT CREDIBLE") and not score.metadata["credible"]
+
+
+def test_the_default_sandbox_is_the_repository_s_container_without_bugzoo_or_network(task_set):
+    import yaml
+
+    from bugzoo.teach.tasks.agent_eval import RECIPE, find_and_fix
+
+    task = find_and_fix(set_dir=str(task_set))
+    assert (task.sandbox.type, task.sandbox.config) == ("docker", str(RECIPE))
+    service = yaml.safe_load(RECIPE.read_text())["services"]["default"]
+    assert service["network_mode"] == "none" and service["build"] == "."
+    image = (RECIPE.parent / "Dockerfile").read_text()
+    pinned = next(line for line in (ROOT / "constraints.txt").read_text().splitlines()
+                  if line.startswith("torch=="))
+    assert pinned in image and "/whl/cpu" in image  # the CPU build bugzoo pins, no CUDA
+    assert "bugzoo" not in image.split("FROM", 1)[1].lower()
 
 
 def test_the_samples_show_the_task_folder_and_name_no_bug(task_set):

@@ -1,17 +1,19 @@
 """The agent track: a bugzoo task set as an `Inspect AI <https://inspect.aisi.org.uk/>`_ task.
 
-Each task folder of a set (``bugzoo task set --out DIR``) becomes one sample. Its files are
-copied into the sample's sandbox, where an agent with bash and python tools works on them and
-calls ``submit()`` when done. The scorer reads the agent's ``train.py`` and ``answer.json`` back
-out of the sandbox and grades them as ``bugzoo task grade`` does: it retrains the script over the
-key's seeds and measures the network on fresh data (:mod:`bugzoo.teach.tasks.grade`). A sample
-scores 1 when the task is solved, 0 otherwise; the grade's figures are in the score's metadata.
+Each task folder of a set (``bugzoo task set --out DIR``) becomes one sample, given alone. Its
+files are copied into the sample's sandbox, where an agent with bash and python tools works on
+them and calls ``submit()`` when done. The scorer reads the agent's ``train.py`` and
+``answer.json`` back out of the sandbox as text and grades them as ``bugzoo task grade`` does
+(:mod:`bugzoo.teach.tasks.grade`): sealed, so the agent's code runs on this machine only inside
+the grader's confinement, never with the scorer's rights. A sample scores 1 when the task is
+solved, 0 otherwise; the grade's figures are in the score's metadata.
 
-The default sandbox is Inspect's ``local`` one, a temporary folder on this machine: the agent
-can read anything the user can, the keys, bugzoo's catalogue, its cards, ``results/`` and git
-history included. It is for trying the track out. A run whose score means something needs a
-container sandbox that holds the task folder and nothing else (``sandbox=docker`` with an image
-that has Python and torch).
+The default sandbox is ``docker``, from the recipe in ``agent_sandbox/`` beside this module:
+one container per sample, with Python and bugzoo's CPU build of torch, none of bugzoo, no keys
+and no network. The grading is not moved into that container on purpose: there, the agent
+could have replaced torch or left a process running beside the grader. ``sandbox=local`` (a
+temporary folder on this machine, where the agent can read anything the user can, the keys
+included) is for trying the track out, and every score it gives says it is not credible.
 
 Inspect AI is an optional dependency, the extra ``agents``.
 """
@@ -37,11 +39,14 @@ try:
 except ImportError as e:  # an optional extra: say which
     raise ImportError(missing_extra("inspect-ai", "agents")) from e
 
-from bugzoo.teach.tasks.grade import grade
+from bugzoo.teach.tasks.grade import Grade, grade
 from bugzoo.teach.tasks.make import categories
 from bugzoo.teach.tasks.script import family
 
 TASK_FILES = ("train.py", "REPORT.md", "curves.png", "trace.csv")
+RECIPE = Path(__file__).with_name("agent_sandbox") / "compose.yaml"  # the docker sandbox
+NOT_CREDIBLE = ("NOT CREDIBLE: the local sandbox let the agent read the keys and bugzoo "
+                "(use sandbox=docker)")
 TOOL_TIMEOUT_S = 300  # a few training runs of a task script
 
 INSTRUCTIONS = """\
@@ -84,40 +89,51 @@ def source_global(key: Path) -> str:
 
 
 @scorer(metrics=[accuracy(), stderr()])
-def retrained():
-    """1 when the grader judges the sandbox's train.py and answer.json a solution, else 0."""
+def retrained(credible: bool):
+    """1 when the grader judges the sandbox's train.py and answer.json a solution, else 0;
+    each score from a sandbox that is not ``credible`` says so."""
 
     async def score(state: TaskState, target: Target) -> Score:
-        with tempfile.TemporaryDirectory(prefix="bugzoo-agent-") as folder:
-            submission = Path(folder)
-            try:
-                script = await current_sandbox().read_file("train.py")
-            except FileNotFoundError:
-                return Score(value=0, explanation="no train.py in the working folder")
-            (submission / "train.py").write_text(script)
-            try:
-                answer = await current_sandbox().read_file("answer.json")
-            except FileNotFoundError:
-                answer = json.dumps({"category": "none"})  # graded as a fix, diagnosed wrong
-            (submission / "answer.json").write_text(answer)
-            try:
-                result = await asyncio.to_thread(grade, submission, Path(state.metadata["key"]))
-            except UsageError as error:
-                return Score(value=0, explanation=str(error))
-        return Score(value=1 if result.solved else 0, answer=result.category,
-                     explanation=result.line(), metadata=asdict(result))
+        result = await graded(state)
+        if isinstance(result, Score):
+            return result
+        line = result.line() if credible else f"{NOT_CREDIBLE}. {result.line()}"
+        return Score(value=1 if result.solved else 0, answer=result.category, explanation=line,
+                     metadata={**asdict(result), "credible": credible})
 
     return score
 
 
+async def graded(state: TaskState) -> Grade | Score:
+    """The grade of the work in the sample's sandbox, or a score of 0 saying why there is none."""
+    with tempfile.TemporaryDirectory(prefix="bugzoo-agent-") as folder:
+        submission = Path(folder)
+        try:
+            script = await current_sandbox().read_file("train.py")
+        except FileNotFoundError:
+            return Score(value=0, explanation="no train.py in the working folder")
+        (submission / "train.py").write_text(script)
+        try:
+            answer = await current_sandbox().read_file("answer.json")
+        except FileNotFoundError:
+            answer = json.dumps({"category": "none"})  # graded as a fix, diagnosed wrong
+        (submission / "answer.json").write_text(answer)
+        try:
+            return await asyncio.to_thread(grade, submission, Path(state.metadata["key"]))
+        except UsageError as error:
+            return Score(value=0, explanation=str(error))
+
+
 @task
-def find_and_fix(set_dir: str = "results/runs/tasks", tasks: str = "", sandbox: str = "local",
+def find_and_fix(set_dir: str = "results/runs/tasks", tasks: str = "", sandbox: str = "docker",
                  message_limit: int = 60) -> Task:
     """Debug each task of the set at ``set_dir`` (``tasks``: a comma-separated subset of its
-    ids), in a ``sandbox`` of Inspect's, scored by retraining."""
+    ids), each alone in a ``sandbox`` of Inspect's (``docker``: bugzoo's recipe, ``RECIPE``),
+    scored by sealed retraining."""
     only = [t for t in tasks.split(",") if t] or None
     return Task(dataset=samples(Path(set_dir), only),
                 solver=basic_agent(init=system_message("You fix broken training code."),
                                    tools=[bash(TOOL_TIMEOUT_S), python(TOOL_TIMEOUT_S)],
                                    message_limit=message_limit),
-                scorer=retrained(), sandbox=sandbox)
+                scorer=retrained(credible=sandbox != "local"),
+                sandbox=("docker", str(RECIPE)) if sandbox == "docker" else sandbox)
