@@ -11,7 +11,7 @@ from torch import nn
 
 import bugzoo
 from bugzoo.cli import main
-from bugzoo.integrations.loop import ALARMS_FILE, check_trace, read_trace
+from bugzoo.integrations.recorder import ALARMS_FILE, check_trace, read_trace
 from bugzoo.teach.export import export
 
 

@@ -1,6 +1,7 @@
-"""Hugging Face: any bugzoo detector inside a ``transformers.Trainer``
-(:class:`DetectorCallback`), and a ``TrainerCallback`` someone wrote as their own monitor
-benchmarked as a bugzoo detector (:class:`TrainerCallbackDetector`). Gradients are read at
+"""Hugging Face: the bugzoo trace of a ``transformers.Trainer`` run, watched by the sealed
+detectors (:class:`TraceCallback`, as :func:`bugzoo.watch` watches a plain loop); any one bugzoo
+detector inside a Trainer (:class:`DetectorCallback`); and a ``TrainerCallback`` someone wrote as
+their own monitor benchmarked as a bugzoo detector (:class:`TrainerCallbackDetector`). Gradients are read at
 ``on_pre_optimizer_step``, the last moment the Trainer shows them: after its clipping
 (``max_grad_norm``, 1.0 by default), so a detector sees the clipped norms. Needs the
 ``huggingface`` extra."""
@@ -16,7 +17,9 @@ from torch import nn
 
 from bugzoo.detector import Alarm, Detector, RunView
 from bugzoo.integrations.live import CallbackDetector, LiveWatch, foreign_view, missing_extra
+from bugzoo.integrations.recorder import DEFAULT_DETECTORS, TraceRecorder
 from bugzoo.telemetry import Observation
+from bugzoo.trace import RunFacts
 
 try:
     from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
@@ -24,7 +27,78 @@ except ImportError as e:  # an optional extra: say which
     raise ImportError(missing_extra("transformers", "huggingface")) from e
 
 
-class DetectorCallback(TrainerCallback):
+class _KeepsLosses:
+    """A forward hook that keeps the loss among a model's outputs in training
+    (``outputs["loss"]``, or the first output), for the callbacks: one per micro-batch."""
+
+    losses: list[torch.Tensor]
+
+    def _keep_loss(self, module: nn.Module, inputs, outputs) -> None:
+        loss = outputs.get("loss") if isinstance(outputs, dict) else (
+            outputs[0] if isinstance(outputs, tuple | list) else None)
+        if module.training and isinstance(loss, torch.Tensor):
+            self.losses.append(loss.detach())
+
+
+class TraceCallback(_KeepsLosses, TrainerCallback):
+    """Writes the bugzoo trace of a Trainer's run (to the folder ``trace``, at its end) and
+    streams it to the sealed ``detectors`` as it is made, as :func:`bugzoo.watch` does for a
+    plain loop. The gradients are read at ``on_pre_optimizer_step`` (after the Trainer's own
+    clipping), the step's loss from the model's outputs in training (averaged over accumulated
+    micro-batches), and an evaluation's ``eval_loss`` and ``eval_accuracy`` join the next
+    step's record. Each alarm is logged once and kept in :attr:`alarms`; ``stop_on_alarm``
+    ends training at the first one. ``bugzoo check-trace`` rescores the folder to the same
+    alarms."""
+
+    def __init__(self, *, detectors: list[str] | tuple[str, ...] = DEFAULT_DETECTORS,
+                 num_classes: int = 0, loss_floor: float = 0.0, dataset: str | None = None,
+                 trace: str | None = None, stop_on_alarm: bool = False):
+        self.detectors, self.num_classes, self.dataset = detectors, num_classes, dataset
+        self.loss_floor, self.trace, self.stop_on_alarm = loss_floor, trace, stop_on_alarm
+        self.recorder: TraceRecorder | None = None
+        self.losses: list[torch.Tensor] = []
+        self.validation: tuple[float | None, float | None] = (None, None)
+
+    @property
+    def alarms(self) -> list[dict]:
+        return self.recorder.alarms if self.recorder is not None else []
+
+    def on_train_begin(self, args, state, control, model: nn.Module = None, **kwargs) -> None:
+        self.hook = model.register_forward_hook(self._keep_loss)
+        self.recorder = TraceRecorder(model, RunFacts(
+            model_name=type(model).__name__, dataset=self.dataset,
+            num_classes=int(self.num_classes), steps=int(state.max_steps),
+            loss_floor=float(self.loss_floor), device=next(model.parameters()).device.type),
+            self.detectors)
+        self.recorder.begin()
+
+    def on_step_begin(self, args, state, control, **kwargs) -> None:
+        self.losses = []
+
+    def on_pre_optimizer_step(self, args, state, control, optimizer=None, model=None,
+                              **kwargs) -> None:
+        self.recorder.before_step(optimizer, model.training)
+
+    def on_step_end(self, args, state, control, **kwargs) -> None:
+        if not self.losses:
+            self.recorder.skip()
+            return
+        (val_loss, val_acc), self.validation = self.validation, (None, None)
+        if self.recorder.record(torch.stack(self.losses).float().mean(), val_loss, val_acc) \
+                and self.stop_on_alarm:
+            control.should_training_stop = True
+
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs) -> None:
+        metrics = metrics or {}
+        self.validation = tuple(float(metrics[k]) if k in metrics else None
+                                for k in ("eval_loss", "eval_accuracy"))
+
+    def on_train_end(self, args, state, control, **kwargs) -> None:
+        self.hook.remove()
+        self.recorder.finish(self.trace)
+
+
+class DetectorCallback(_KeepsLosses, TrainerCallback):
     """Runs a bugzoo detector (an instance or an installed detector's name) on each optimizer
     step of a ``transformers.Trainer``. The step's loss is read from the model's outputs in
     training (``outputs.loss``, or the first output), averaged over accumulated micro-batches.
@@ -48,12 +122,6 @@ class DetectorCallback(TrainerCallback):
         self.live.start(foreign_view(model, optimizer, num_classes=self.num_classes,
                                      steps=state.max_steps, dataset=self.dataset,
                                      lr_scheduler=lr_scheduler))
-
-    def _keep_loss(self, module: nn.Module, inputs, outputs) -> None:
-        loss = outputs.get("loss") if isinstance(outputs, dict) else (
-            outputs[0] if isinstance(outputs, tuple | list) else None)
-        if module.training and isinstance(loss, torch.Tensor):
-            self.losses.append(loss.detach())
 
     def on_step_begin(self, args, state, control, **kwargs) -> None:
         self.live.step_start()

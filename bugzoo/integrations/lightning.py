@@ -1,6 +1,8 @@
-"""Lightning: any bugzoo detector inside a ``lightning.Trainer`` (:class:`DetectorCallback`),
-and a Lightning ``Callback`` someone wrote as their own monitor benchmarked as a bugzoo
-detector (:class:`LightningCallbackDetector`). Needs the ``lightning`` extra."""
+"""Lightning: the bugzoo trace of a ``lightning.Trainer`` fit, watched by the sealed detectors
+(:class:`TraceCallback`, as :func:`bugzoo.watch` watches a plain loop); any one bugzoo detector
+inside a fit (:class:`DetectorCallback`); and a Lightning ``Callback`` someone wrote as their
+own monitor benchmarked as a bugzoo detector (:class:`LightningCallbackDetector`). Needs the
+``lightning`` extra."""
 
 from __future__ import annotations
 
@@ -13,7 +15,9 @@ from torch import nn
 
 from bugzoo.detector import Alarm, Detector, RunView
 from bugzoo.integrations.live import CallbackDetector, LiveWatch, foreign_view, missing_extra
+from bugzoo.integrations.recorder import DEFAULT_DETECTORS, TraceRecorder
 from bugzoo.telemetry import Observation
+from bugzoo.trace import RunFacts
 
 try:
     import lightning.pytorch as pl
@@ -25,6 +29,77 @@ def _loss_of(outputs: torch.Tensor | Mapping[str, Any] | None) -> torch.Tensor |
     if isinstance(outputs, Mapping):
         outputs = outputs.get("loss")
     return outputs if isinstance(outputs, torch.Tensor) else None
+
+
+def _planned_steps(trainer: pl.Trainer) -> int:
+    steps = trainer.max_steps if trainer.max_steps > 0 else trainer.estimated_stepping_batches
+    return int(min(steps, 2**31))
+
+
+def _loss_scale(trainer: pl.Trainer) -> float | None:
+    scaler = getattr(trainer.precision_plugin, "scaler", None)  # mixed precision's
+    return scaler.get_scale() if scaler is not None else None
+
+
+class TraceCallback(pl.Callback):
+    """Writes the bugzoo trace of a fit (to the folder ``trace``, at its end) and streams it to
+    the sealed ``detectors`` as it is made, as :func:`bugzoo.watch` does for a plain loop. The
+    gradients are read at ``on_before_optimizer_step`` (after backward and any unscaling, before
+    Lightning clips them), the loss at ``on_train_batch_end``, and the ``val_loss`` and
+    ``val_acc`` the module logs join the next step's record. Each alarm is logged once and kept
+    in :attr:`alarms`; ``stop_on_alarm`` ends the fit at the first one. ``num_classes`` (0 if
+    not a classifier) and ``loss_floor`` are the run's facts, as :func:`bugzoo.watch` takes
+    them. ``bugzoo check-trace`` rescores the folder to the same alarms."""
+
+    def __init__(self, *, detectors: list[str] | tuple[str, ...] = DEFAULT_DETECTORS,
+                 num_classes: int = 0, loss_floor: float = 0.0, dataset: str | None = None,
+                 trace: str | None = None, stop_on_alarm: bool = False):
+        self.detectors, self.num_classes, self.dataset = detectors, num_classes, dataset
+        self.loss_floor = loss_floor
+        self.trace, self.stop_on_alarm = trace, stop_on_alarm
+        self.recorder: TraceRecorder | None = None
+        self.validation: tuple[float | None, float | None] = (None, None)
+
+    @property
+    def alarms(self) -> list[dict]:
+        return self.recorder.alarms if self.recorder is not None else []
+
+    def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self.recorder = TraceRecorder(pl_module, RunFacts(
+            model_name=type(pl_module).__name__, dataset=self.dataset,
+            num_classes=int(self.num_classes), steps=_planned_steps(trainer),
+            loss_floor=float(self.loss_floor), device=pl_module.device.type), self.detectors)
+        self.recorder.begin()
+        self.stepped = trainer.global_step
+
+    def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
+        self.recorder.before_step(optimizer, pl_module.training)
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if trainer.global_step == self.stepped:
+            return  # no optimizer step in this batch (accumulating)
+        self.stepped = trainer.global_step
+        loss = _loss_of(outputs)
+        if loss is None:
+            self.recorder.skip()
+            return
+        (val_loss, val_acc), self.validation = self.validation, (None, None)
+        if self.recorder.record(loss.detach(), val_loss, val_acc, _loss_scale(trainer)) and \
+                self.stop_on_alarm:
+            trainer.should_stop = True
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        if not trainer.sanity_checking:
+            metrics = trainer.callback_metrics
+            self.validation = tuple(float(metrics[k]) if k in metrics else None
+                                    for k in ("val_loss", "val_acc"))
+
+    def on_fit_end(self, trainer, pl_module) -> None:
+        self.recorder.finish(self.trace)
+
+    def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
+        if self.recorder is not None:
+            self.recorder.finish(self.trace)
 
 
 class DetectorCallback(pl.Callback):
@@ -46,11 +121,10 @@ class DetectorCallback(pl.Callback):
         return self.live.alarms
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        steps = trainer.max_steps if trainer.max_steps > 0 else trainer.estimated_stepping_batches
         schedulers = trainer.lr_scheduler_configs
         self.live.start(foreign_view(
             pl_module, trainer.optimizers[0] if trainer.optimizers else None,
-            num_classes=self.num_classes, steps=int(min(steps, 2**31)), dataset=self.dataset,
+            num_classes=self.num_classes, steps=_planned_steps(trainer), dataset=self.dataset,
             lr_scheduler=schedulers[0].scheduler if schedulers else None))
         self.stepped = trainer.global_step
 
@@ -65,9 +139,8 @@ class DetectorCallback(pl.Callback):
         if trainer.global_step == self.stepped or loss is None:
             return  # no optimizer step in this batch (accumulating), or nothing to observe
         self.stepped = trainer.global_step
-        scaler = getattr(trainer.precision_plugin, "scaler", None)  # mixed precision's
         if self.live.after_step(trainer.global_step - 1, loss, pl_module.training,
-                                scaler.get_scale() if scaler is not None else None):
+                                _loss_scale(trainer)):
             pl_module.log(f"bugzoo/{self.live.name}", float(len(self.alarms)), on_step=True,
                           on_epoch=False)
             if self.stop_on_alarm:

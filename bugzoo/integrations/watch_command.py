@@ -25,13 +25,8 @@ from torch import nn
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from bugzoo.errors import ArgumentParser, UsageError
-from bugzoo.integrations.loop import (
-    DEFAULT_DETECTORS,
-    LoopWatch,
-    check_trace,
-    sealed_detectors,
-    user_frame,
-)
+from bugzoo.integrations.loop import LoopWatch, user_frame
+from bugzoo.integrations.recorder import DEFAULT_DETECTORS, check_trace, sealed_detectors
 
 log = logging.getLogger(__name__)
 PYTHONS = ("python", "python3", Path(sys.executable).name)

@@ -33,7 +33,7 @@ from bugzoo.detector_registry import load_detector
 from bugzoo.errors import ArgumentParser
 from bugzoo.harness.processes import worker_context
 from bugzoo.harness.store import ensure_writable
-from bugzoo.integrations.loop import ALARMS_FILE, DEFAULT_DETECTORS, sealed_detectors
+from bugzoo.integrations.recorder import ALARMS_FILE, DEFAULT_DETECTORS, sealed_detectors
 from bugzoo.integrations.watch_command import run_watched
 from bugzoo.judge.stats import clopper_pearson
 from bugzoo.judge.tables import markdown
