@@ -463,6 +463,33 @@ def task_script_s(r: Results, model: str, what: str = "median") -> str:
 
 
 @figure
+def task_set(r: Results, what: str) -> str:
+    """How many exportable scenarios ``tasks.csv`` holds (``exportable``) and how many of them
+    are tasks (``tasks``)."""
+    table = r.csv("tasks.csv")
+    return str(len(table) if what == "exportable" else int(table["in_set"].sum()))
+
+
+@figure
+def solved(r: Results, solver: str, model: str = "", what: str = "solved") -> str:
+    """How many tasks ``solver`` solved in ``agents.csv`` (of ``model``'s, when given), or how
+    many it was graded on (``what`` = ``graded``)."""
+    table = r.csv("agents.csv")
+    table = table[(table["solver"] == solver) & ((table["model"] == model) if model else True)]
+    if table.empty:
+        raise UsageError(f"agents.csv holds no grade of {solver} {model}".strip())
+    return str(len(table) if what == "graded" else int(table["solved"].sum()))
+
+
+@figure
+def exported_pairs(r: Results, what: str) -> str:
+    """How many exported pairs ``validity_exported.csv`` holds (``rows``) and proves
+    (``valid``)."""
+    table = r.csv("validity_exported.csv")
+    return str(len(table) if what == "rows" else int(table["valid"].sum()))
+
+
+@figure
 def misses(r: Results, what: str, kind: str = "") -> str:
     """The suite's ``missed`` buggy runs or all its ``buggy`` runs, on the headline or on the
     bugs ``visible`` at setup; or one scenario's missed runs (``what`` its id)."""
