@@ -142,3 +142,33 @@ def test_control_the_step_budget_holds_for_a_script_that_leaves_the_hooks(task):
 def test_control_the_key_s_own_fix_is_solved_within_its_budget(task):
     result = grade(submit(task, "honest", fixed(task)), task / "key")
     assert result.solved and result.sandbox == sandbox.confinement()
+
+
+@pytest.fixture(scope="module")
+def task_set(tmp_path_factory):
+    """A one-task set, laid out as ``bugzoo task set`` lays one out (keys beside tasks)."""
+    root = tmp_path_factory.mktemp("cheats")
+    make_task(SCENARIO, root / "tasks" / "task-01", root / "keys" / "task-01", eval_seed=7)
+    return root
+
+
+@needs_namespaces
+@pytest.mark.parametrize("cheat", ["key_reader", "template_reader"])
+def test_the_cheating_solvers_score_unconfined_and_not_sealed(cheat, task_set, monkeypatch):
+    """Each cheat is SOLVED where the runs are not confined (watched scoring), and not sealed.
+    (The unconfined grade gets grading servers of its own: a process's confinement never
+    changes, so its servers are shared by the folders they hide alone.)"""
+    from bugzoo.teach.tasks import sealed_runs
+    from bugzoo.teach.tasks.solvers import SOLVERS
+
+    task, key = task_set / "tasks" / "task-01", task_set / "keys" / "task-01"
+    sealed = grade(SOLVERS[cheat](task, key, task_set / "sealed" / cheat), key)
+    assert not sealed.solved and sealed.sandbox == sandbox.NAMESPACES
+    monkeypatch.setattr(sandbox, "confinement", lambda: sandbox.UNCONFINED)
+    monkeypatch.setattr(sealed_runs, "_shared", {})
+    loose = grade(SOLVERS[cheat](task, key, task_set / "loose" / cheat), key)
+    assert loose.sandbox == sandbox.UNCONFINED and "UNCONFINED" in loose.line()
+    if cheat == "key_reader":
+        assert loose.solved
+    else:  # it reads the template; on the mlp, importing bugzoo alone costs more than the budget
+        assert "CPU-s" in loose.why_not_kept and loose.accuracy == loose.fixed_accuracy

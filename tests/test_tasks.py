@@ -19,14 +19,14 @@ from bugzoo.cli import main as cli
 from bugzoo.paths import CACHE_ENV
 from bugzoo.scenarios import get_scenario
 from bugzoo.teach.export import render, render_clean, supported
-from bugzoo.teach.tasks import cache, exported, health
-from bugzoo.teach.tasks import grade as grade_module
+from bugzoo.teach.tasks import cache, exported, health, sealed_runs
 from bugzoo.teach.tasks import runner as runner_module
 from bugzoo.teach.tasks.grade import grade, why_not_kept
 from bugzoo.teach.tasks.interview import difficulty, hints
 from bugzoo.teach.tasks.rules import diagnose, repair
 from bugzoo.teach.tasks.runner import Trained
 from bugzoo.teach.tasks.script import seeded, task_scripts
+from bugzoo.teach.tasks.sealed_runs import SealedRun
 from bugzoo.teach.tasks.solvers import noop, oracle, oracle_variant
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,14 +76,16 @@ def test_the_unchanged_script_fails_and_the_keys_fix_passes(task, tmp_path):
     assert fixed.accuracy_p == fixed.loss_p == 1 / 32
 
 
-def trained(**changes) -> Trained:
+def trained(cpu_s: float = 1.0, **changes) -> SealedRun:
     base = dict(seed=0, steps=200, source=torch.ones(2, 2), layers={"Linear": 3})
-    return Trained(**{**base, **changes})
+    return SealedRun(Trained(**{**base, **changes}), "outputs", cpu_s)
 
 
 @pytest.mark.parametrize(("changes", "why"), [
     ({}, ""),
     ({"steps": 400}, "400 optimizer steps, more than the 200"),
+    ({"cpu_s": 3.05}, ""),  # the budget: 3 times the fixed script's, and 0.05 s
+    ({"cpu_s": 3.06}, "3.1 CPU-s on seed 0, over the task's budget of 3.0"),
     ({"steps": 100}, ""),
     ({"source": None}, "data source changed (centres)"),
     ({"source": torch.zeros(2, 2)}, "data source changed (centres)"),
@@ -162,7 +164,7 @@ def test_the_grader_retrains_and_measures_a_review_model(tmp_path, monkeypatch):
     # the two scripts are one run, kept in the cache: grading again trains nothing
     assert len(list(cache.folder().glob("*.pt"))) == 1
     with monkeypatch.context() as patched:
-        patched.setattr(grade_module, "ScriptProcess", None)
+        patched.setattr(sealed_runs.SealedScripts, "_start", None)  # no server starts
         assert grade(submission, key) == graded
 
 
@@ -225,7 +227,8 @@ def test_bad_input_is_a_one_line_error(task, tmp_path, capsys):
 
 def test_the_committed_task_results_are_whole_and_quoted_as_they_are():
     """results/tasks.md covers every exportable scenario; the reference solvers score what they
-    must (noop 0, oracle all); the teaching guide quotes both files."""
+    must (noop 0, oracle all) and the cheats nothing; the teaching guide quotes both files
+    through generated figures (each held current by tests/test_quotes.py)."""
     tasks = (ROOT / "results" / "tasks.md").read_text()
     count = re.search(r"\*\*(\d+) of (\d+) exportable scenarios are tasks\.\*\*", tasks)
     assert count and int(count[2]) == len(supported())
@@ -234,14 +237,13 @@ def test_the_committed_task_results_are_whole_and_quoted_as_they_are():
     solved = grades.groupby("solver")["solved"].agg(["sum", "count"])
     assert solved.loc["noop", "sum"] == 0
     assert solved.loc["oracle", "sum"] == solved.loc["oracle", "count"] == int(count[1])
-    guide = " ".join((ROOT / "docs" / "pages" / "teaching.md").read_text().split())
-    assert f"{count[1]} of the {count[2]} exportable scenarios are tasks" in guide
-    figures = [str(solved.loc[s, "sum"]) for s in ("noop", "oracle", "oracle_variant", "rules")]
-    assert (f"On the {count[1]} tasks `noop`, `oracle`, `oracle_variant` and `rules` solve "
-            f"{', '.join(figures[:3])} and {figures[3]}.") in guide
-    variant = grades[grades["solver"] == "oracle_variant"].groupby("model")["solved"]
-    for model, (solved_here, tasks_here) in variant.agg(["sum", "count"]).iterrows():
-        assert f"{solved_here} of {tasks_here} on the {model}" in guide, model
+    assert solved.loc[["key_reader", "template_reader"], "sum"].eq(0).all()
+    guide = (ROOT / "docs" / "pages" / "teaching.md").read_text()
+    assert "<!--fig:task_set(tasks)-->" in guide and "<!--fig:task_set(exportable)-->" in guide
+    for solver in ("noop", "oracle", "oracle_variant", "rules"):
+        assert f"<!--fig:solved({solver})-->" in guide, solver
+    for model in grades["model"].unique():
+        assert f"<!--fig:solved(oracle_variant, {model})-->" in guide, model
 
 
 def test_oracle_variant_picks_its_change_by_scenario_so_renumbering_keeps_it(task, tmp_path):
@@ -400,7 +402,8 @@ def test_the_committed_export_validity_covers_every_pair_and_is_quoted():
     table = pd.read_csv(ROOT / "results" / "validity_exported.csv")
     assert sorted(table["scenario"]) == supported()
     guide = " ".join((ROOT / "docs" / "pages" / "teaching.md").read_text().split())
-    assert f"{int(table['valid'].sum())} of {len(table)} exported pairs are valid" in guide
+    assert ("<!--fig:exported_pairs(valid)-->" in guide and
+            "<!--fig:exported_pairs(rows)-->" in guide)
     invalid = table[~table["valid"]]
     assert (f"Of the {len(invalid)} that are not, {(invalid['catalogue'] == 'unproven').sum()} "
             "belong to scenarios the catalogue leaves unproven too" in guide)

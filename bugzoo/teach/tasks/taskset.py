@@ -35,6 +35,7 @@ import pandas as pd
 
 from bugzoo.commands import command_line
 from bugzoo.errors import ArgumentParser, UsageError, unknown_choice
+from bugzoo.harness import sandbox
 from bugzoo.judge.stats import clopper_pearson
 from bugzoo.judge.tables import markdown
 from bugzoo.scenarios import get_scenario
@@ -48,7 +49,7 @@ from bugzoo.teach.tasks.carry import (
     standing,
     task_key,
 )
-from bugzoo.teach.tasks.grade import Grade, grade
+from bugzoo.teach.tasks.grade import Grade, confinement_note, grade
 from bugzoo.teach.tasks.make import empty_folder, make_task
 from bugzoo.teach.tasks.solvers import SOLVERS, noop
 
@@ -215,7 +216,12 @@ def agents_tables(grades: pd.DataFrame, command: str, carried: int = 0) -> str:
             "* `rules` runs the task's script once with bugzoo's heuristic detectors watching its "
             "loop, takes the category of the earliest alarm as its diagnosis and applies the "
             "known fixes filed under it (`bugzoo/teach/tasks/rules.py`). The table was written "
-            "knowing the catalogue's mistakes: its figure is what such rules reach at best.\n\n"
+            "knowing the catalogue's mistakes: its figure is what such rules reach at best.\n"
+            "* `key_reader` and `template_reader` are cheats, given the key's category so that "
+            "only the grader's sealing stands in their way (`bugzoo/teach/tasks/cheats.py`): "
+            "one searches the set's folder for its task's key and runs `fixed.py`, the other "
+            "imports bugzoo and runs the template's fixed script. Each must score 0.\n\n"
+            f"Grading: {confinement_note(sandbox.confinement())}.\n\n"
             + (carried_sentence(f"{carried} of the {len(grades)} grades were", "the task's "
                                 "scripts and the code that solves and grades them are unchanged "
                                 "since they were graded") + "\n\n" if carried else "")
