@@ -11,6 +11,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 import yaml
@@ -169,3 +170,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
     slow = {groups.get(i.nodeid, i.nodeid) for i in items if i.get_closest_marker("slow")}
     items.sort(key=lambda i: groups.get(i.nodeid, i.nodeid) not in slow)  # stable: slow first
+
+
+def check_callback_trace(example: dict, folder: Path, steps: int) -> None:
+    """The docs' ``traced`` callback wrote a trace of the docs' diverging ``Classifier`` to
+    ``folder``: ``steps`` records at the example's learning rate, with gradients, and alarms that
+    rescore from the folder to those seen live."""
+    from bugzoo.integrations.recorder import check_trace, read_trace
+
+    facts, records = read_trace(folder)
+    assert (facts.model_name, facts.num_classes, facts.steps) == (
+        "Classifier", example["data"].num_classes, steps)
+    assert len(records) == steps and records[0].grad_norm > 0 and records[0].lr == 30.0
+    live = pd.DataFrame(example["traced"].alarms)[["detector", "step", "symptom", "message"]]
+    assert "nonfinite" in set(live["detector"])
+    rescored = check_trace(folder)[list(live.columns)]
+    pd.testing.assert_frame_equal(rescored.reset_index(drop=True), live.reset_index(drop=True))

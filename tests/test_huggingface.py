@@ -4,11 +4,9 @@ docs/pages/integrations.md are what run."""
 
 from __future__ import annotations
 
-import pandas as pd
-from conftest import doc_examples, quick_cfg
+from conftest import check_callback_trace, doc_examples, quick_cfg
 
 from bugzoo.harness.runner import execute
-from bugzoo.integrations.recorder import check_trace, read_trace
 
 
 def test_a_detector_in_a_real_trainer_and_a_trainer_callback_as_a_detector(tmp_path,
@@ -25,15 +23,7 @@ def test_a_detector_in_a_real_trainer_and_a_trainer_callback_as_a_detector(tmp_p
     assert {"bugzoo_alarm": f"nonfinite: nonfinite: {first.message}", "step": first.step} in (
         state.log_history)
 
-    traced = example["traced"]  # the run's trace: its records, and its alarms rescored
-    facts, records = read_trace(tmp_path / "hf-trace")
-    assert (facts.model_name, facts.num_classes, facts.steps) == (
-        "Classifier", example["data"].num_classes, 16)
-    assert len(records) == 16 and records[0].grad_norm > 0 and records[0].lr == 30.0
-    live = pd.DataFrame(traced.alarms)[["detector", "step", "symptom", "message"]]
-    assert "nonfinite" in set(live["detector"])
-    rescored = check_trace(tmp_path / "hf-trace")[list(live.columns)]
-    pd.testing.assert_frame_equal(rescored.reset_index(drop=True), live.reset_index(drop=True))
+    check_callback_trace(example, tmp_path / "hf-trace", 16)  # its trace, rescored
 
     guard = example["Guard"]()  # the user's monitor, in bugzoo's loop as in a bench
     guard.name = "guard"

@@ -4,13 +4,11 @@ docs/pages/integrations.md are what run."""
 
 from __future__ import annotations
 
-import pandas as pd
 import pytest
-from conftest import doc_examples, quick_cfg
+from conftest import check_callback_trace, doc_examples, quick_cfg
 from torch.utils.data import DataLoader, TensorDataset
 
 from bugzoo.harness.runner import execute
-from bugzoo.integrations.recorder import check_trace, read_trace
 
 
 def test_a_detector_in_a_real_fit_and_a_lightning_monitor_as_a_detector(tmp_path, monkeypatch):
@@ -25,15 +23,7 @@ def test_a_detector_in_a_real_fit_and_a_lightning_monitor_as_a_detector(tmp_path
     assert trainer.global_step == first.step + 1 < 200  # stopped on the alarm
     assert trainer.callback_metrics["bugzoo/nonfinite"] == len(watch.alarms)
 
-    traced = example["traced"]  # the fit's trace: its records, and its alarms rescored
-    facts, records = read_trace(tmp_path / "lightning-trace")
-    assert (facts.model_name, facts.num_classes, facts.steps) == (
-        "Classifier", example["data"].num_classes, 60)
-    assert len(records) == 60 and records[0].grad_norm > 0 and records[0].lr == 30.0
-    live = pd.DataFrame(traced.alarms)[["detector", "step", "symptom", "message"]]
-    assert "nonfinite" in set(live["detector"])
-    rescored = check_trace(tmp_path / "lightning-trace")[list(live.columns)]
-    pd.testing.assert_frame_equal(rescored.reset_index(drop=True), live.reset_index(drop=True))
+    check_callback_trace(example, tmp_path / "lightning-trace", 60)  # its trace, rescored
 
     divergence = example["Divergence"]()  # the user's monitor, in bugzoo's loop as in a bench
     divergence.name = "divergence"

@@ -20,6 +20,7 @@ from bugzoo.paths import CACHE_ENV
 from bugzoo.scenarios import get_scenario
 from bugzoo.teach.export import render, render_clean, supported
 from bugzoo.teach.tasks import cache, exported, health, sealed_runs
+from bugzoo.teach.tasks import grade as grade_module
 from bugzoo.teach.tasks import runner as runner_module
 from bugzoo.teach.tasks.grade import grade, why_not_kept
 from bugzoo.teach.tasks.interview import difficulty, hints
@@ -435,6 +436,8 @@ def test_the_harmless_table_covers_every_change_the_solver_draws_and_the_page_qu
         "results/harmless.csv is stale: regenerate with `bugzoo task harmless`")
     for row in table.itertuples():
         assert row.harmless == health.within_margins(row.accuracy_p, row.loss_p), row
+    # the grader's CPU budget must let every harmless change through, with room for noise
+    assert table["cpu_ratio"].max() < 0.9 * grade_module.CPU_FACTOR
     rejected = table[~table["harmless"]]
     page = " ".join((ROOT / "docs" / "pages" / "teaching.md").read_text().split())
     quoted = re.search(r"On each model's clean script the grader's own test rejects ([^.]+)\.",

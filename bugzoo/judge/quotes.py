@@ -482,6 +482,13 @@ def solved(r: Results, solver: str, model: str = "", what: str = "solved") -> st
 
 
 @figure
+def harmless_cpu_ratio(r: Results) -> str:
+    """The largest CPU ratio of a harmless change to its clean script (``harmless.csv``), which
+    the grader's CPU budget must allow."""
+    return f"{r.csv('harmless.csv')['cpu_ratio'].max():.2f}"
+
+
+@figure
 def exported_pairs(r: Results, what: str) -> str:
     """How many exported pairs ``validity_exported.csv`` holds (``rows``) and proves
     (``valid``)."""

@@ -48,8 +48,9 @@ from bugzoo.teach.tasks.sealed_runs import (
 FRESH_POINTS = 2000  # per seed: accuracy to about 1 point (binomial sd at 0.8)
 # A fix trains the task's model for the task's steps, so it costs about what the fixed script
 # costs; the harmless changes the grader must accept (a 4x batch, a 4x wider layer) cost more
-# per step, up to 2.25x on these models (``cpu_ratio`` in results/harmless.md), and the factor
-# leaves room above that. The slack covers a run's scheduling noise (milliseconds). A run's CPU
+# per step (``cpu_ratio`` in results/harmless.md, a test holds the factor above the largest),
+# and the factor leaves room above that. The slack covers a run's scheduling noise
+# (milliseconds). A run's CPU
 # time is counted by the kernel for its whole process tree (sealed_runs), so clearing the step
 # hooks or stepping by hand does not hide it; training 3x longer still fits.
 CPU_FACTOR, CPU_SLACK_S = 3.0, 0.05
