@@ -7,6 +7,7 @@ import hashlib
 import os
 import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -186,3 +187,13 @@ def check_callback_trace(example: dict, folder: Path, steps: int) -> None:
     assert "nonfinite" in set(live["detector"])
     rescored = check_trace(folder)[list(live.columns)]
     pd.testing.assert_frame_equal(rescored.reset_index(drop=True), live.reset_index(drop=True))
+
+
+@pytest.fixture(autouse=True)
+def _grading_servers_closed():
+    """After each test, the sealed grading servers a grade left for reuse are closed, so a
+    later test that counts its worker's child processes finds none of them."""
+    yield
+    if (runs := sys.modules.get("bugzoo.teach.tasks.sealed_runs")) is not None and runs._shared:
+        runs._close_shared()
+        runs._shared.clear()
