@@ -189,10 +189,10 @@ def check_callback_trace(example: dict, folder: Path, steps: int) -> None:
     pd.testing.assert_frame_equal(rescored.reset_index(drop=True), live.reset_index(drop=True))
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(autouse=True, scope="module")
 def _grading_servers_closed():
-    """After each test, the sealed grading servers a grade left for reuse are closed, so a
-    later test that counts its worker's child processes finds none of them."""
+    """After each test module, the sealed grading servers its grades left for reuse are
+    closed, so a later test that counts its worker's child processes finds none of them."""
     yield
     if (runs := sys.modules.get("bugzoo.teach.tasks.sealed_runs")) is not None and runs._shared:
         runs._close_shared()
