@@ -67,9 +67,10 @@ RESULTS = {
                         "bugzoo.judge.validity:main", usage="[--changed]"),
     "traces": Command("export a sweep's observations as a compact trace set (for bugzoo "
                       "replay)", "bugzoo.harness.traceset:main", usage="export SWEEP_DIR"),
-    "provenance": Command("prove a change neutral for stored runs (same traces under both "
-                          "checkouts) and carry them", "bugzoo.judge.prove:main",
-                          usage="prove --against CHECKOUT"),
+    "provenance": Command("carry stored results across a change: prove it neutral (same "
+                          "traces under both checkouts), or rekey them across a change of the "
+                          "key scheme alone", "bugzoo.judge.prove:main",
+                          usage="prove|rekey --against CHECKOUT"),
     "perf": Command("speed figures: baselines, overhead, sweep efficiency, profile, rescoring, "
                     "what --changed redoes", "bugzoo.judge.perf:main", usage="WHAT"),
     "gpu": Command("the GPU pass, into results/gpu (--dry-run checks it on the CPU)",

@@ -75,6 +75,28 @@ def test_what_only_type_checkers_import_is_not_followed(tmp_path):
     assert {module for module, _ in code.reached("pkg.a:entry")} == {"pkg.a"}
 
 
+
+def test_a_module_used_through_its_attributes_reaches_only_those_it_names(tmp_path):
+    files = {"__init__.py": "", "a.py": textwrap.dedent('''
+        from pkg import b
+
+
+        def entry(x):
+            return b.helper(x)
+
+
+        def hands_over():
+            return b
+        '''), "b.py": "def helper(x):\n    return x + 1\n\n\ndef unrelated():\n    return 0\n"}
+    before = write_package(tmp_path / "one", files)
+    assert {unit for unit in before.reached("pkg.a:entry") if unit[0] == "pkg.b"} == {
+        ("pkg.b", "helper"), ("pkg.b", "")}
+    assert ("pkg.b", "unrelated") in before.reached("pkg.a:hands_over")  # the module itself
+    edited = dict(files, **{"b.py": files["b.py"].replace("return 0", "return 1")})
+    after = write_package(tmp_path / "two", edited)
+    assert after.key("pkg.a:entry") == before.key("pkg.a:entry")
+    assert after.key("pkg.a:hands_over") != before.key("pkg.a:hands_over")
+
 @pytest.fixture
 def package_copy(tmp_path, monkeypatch):
     """An editable copy of bugzoo that every key reads, with the key caches emptied."""

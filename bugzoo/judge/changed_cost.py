@@ -11,8 +11,6 @@ time for the 5 buggy and 5 control runs it trains (a health row: 5 runs).
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import subprocess
 import sys
@@ -21,10 +19,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from bugzoo.judge.committed_keys import DECIDING, RESULTS, collect
 from bugzoo.paths import PACKAGE
 
 CHECKOUT = PACKAGE.parent
-RESULTS = CHECKOUT / "results"
 # (what a maintainer does, the file, the text replaced, its replacement)
 EDITS = (
     ("a comment and a docstring in telemetry.py", "bugzoo/telemetry.py",
@@ -40,37 +38,6 @@ EDITS = (
      '"explanation": answer["title"]})', '"explanation": answer["title"] + ""})'),
     ("one detector (loss_plateau)", "detectors/loss_plateau.py", "\nfrom ", "\nimport os\nfrom "),
 )
-COPIED = ("bugzoo", "detectors", "conf", "scenarios", "pyproject.toml")
-# run in the copy: every key of the committed results, as that checkout computes them (the
-# agent grades' key changed shape when solvers got keys of their own)
-COLLECT = r"""
-import json, sys
-import pandas as pd
-from bugzoo import release
-from bugzoo.judge import validity
-from bugzoo.teach.tasks import exported, taskset
-from bugzoo.scenarios import get_scenario
-results = sys.argv[1]
-tables = {n: pd.read_csv(f"{results}/{n}.csv") for n in ("validity", "health", "language")}
-rows = validity.with_keys(*(t.drop(columns="key") for t in tables.values()), [0, 1, 2, 3, 4], [])
-pairs = pd.read_csv(f"{results}/validity_exported.csv")["scenario"]
-tasks = pd.read_csv(f"{results}/tasks.csv")["scenario"]
-grades = pd.read_csv(f"{results}/agents.csv")[["scenario", "solver"]].values
-sets = {s: taskset.set_key(s, 0) for s in tasks}
-try:
-    from bugzoo.teach.tasks.carry import grade_key
-    graded = [grade_key(sets[s], get_scenario(s).model, v) for s, v in grades]
-except ImportError:
-    from bugzoo.release import key_of
-    graded = [key_of(sets[s], v) for s, v in grades]
-print(json.dumps({
-    "runs": {s: release.scenario_key(s) for s in release.live_manifest()["scenarios"]},
-    "validity": list(rows[0]["key"]), "health": list(rows[1]["key"]),
-    "pairs": [exported.pair_key(s) for s in pairs], "tasks": list(sets.values()),
-    "grades": graded}))
-"""
-
-
 def checkout_name(tree: Path) -> str:
     """The commit a checkout is at (its folder's name where git cannot tell)."""
     done = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
@@ -78,23 +45,12 @@ def checkout_name(tree: Path) -> str:
     return done.stdout.strip() if done.returncode == 0 else tree.name
 
 
-def collect(tree: Path) -> dict:
-    """Every key of the committed results as the checkout at ``tree`` computes them."""
-    env = {**os.environ, "PYTHONPATH": str(tree), "BUGZOO_CACHE": "off"}
-    done = subprocess.run([sys.executable, "-c", COLLECT, str(RESULTS)], cwd=tree, env=env,
-                          capture_output=True, text=True)
-    if done.returncode:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RuntimeError(f"collecting the keys of {tree} failed: {last}")
-    return json.loads(done.stdout.splitlines()[-1])
-
-
 def edited_copy(source: Path, scratch: Path, edit: tuple[str, str, str] | None) -> Path:
     """A copy of the checkout at ``source`` (what decides keys), with ``edit`` made."""
     tree = scratch / "tree"
     shutil.rmtree(tree, ignore_errors=True)
     tree.mkdir(parents=True)
-    for name in COPIED:
+    for name in DECIDING:
         if (source / name).is_dir():
             shutil.copytree(source / name, tree / name,
                             ignore=shutil.ignore_patterns("__pycache__"))

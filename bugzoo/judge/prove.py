@@ -29,6 +29,9 @@ from bugzoo.commands import command_line
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import traceset
 from bugzoo.harness.sweep import select_scenarios
+from bugzoo.judge import rekey
+from bugzoo.judge.committed_keys import check_checkout
+from bugzoo.judge.tables import markdown
 from bugzoo.paths import PACKAGE
 
 log = logging.getLogger(__name__)
@@ -78,8 +81,7 @@ def prove(traces: Path, against: Path, patterns: list[str] | None = None) -> pd.
     this checkout; carry those proven. One row per stale scenario, with its verdict."""
     if not traceset.is_traceset(traces):
         raise UsageError(f"{traces} is not a trace set (bugzoo results traces export writes one)")
-    if not (against / "bugzoo" / "release.py").is_file():
-        raise UsageError(f"--against {against} is not a bugzoo checkout")
+    check_checkout(against)
     stored = pd.read_parquet(traces / traceset.RUNS_FILE)
     chosen = {s.id for s in select_scenarios(patterns, include_excluded=True)}
     today = {s: release.scenario_key(s) for s in set(stored["scenario"]) & chosen}
@@ -134,14 +136,26 @@ def carry(traces: Path, stored: pd.DataFrame, proven: pd.DataFrame) -> None:
 
 
 def main(argv: list[str]) -> int:
-    p = ArgumentParser(prog="bugzoo results provenance", description=__doc__.splitlines()[0])
-    p.add_argument("action", choices=["prove"])
+    p = ArgumentParser(prog="bugzoo results provenance",
+                       description="prove: " + __doc__.splitlines()[0].partition(": ")[2] +
+                       "; rekey: " + rekey.__doc__.splitlines()[0].partition(": ")[2])
+    p.add_argument("action", choices=["prove", "rekey"])
     p.add_argument("--against", type=Path, required=True, metavar="CHECKOUT",
-                   help="a checkout of the code that made the stored runs")
+                   help="a checkout of the code that made the stored results")
     p.add_argument("--traces", type=Path, default=Path("results/traces"),
-                   help="the trace set (default: results/traces)")
-    p.add_argument("--scenarios", nargs="+", metavar="PATTERN", help="only these scenarios")
+                   help="prove: the trace set (default: results/traces)")
+    p.add_argument("--scenarios", nargs="+", metavar="PATTERN",
+                   help="prove: only these scenarios")
+    p.add_argument("--task-set", type=Path, default=Path("results/runs/tasks"), metavar="DIR",
+                   help="rekey: also the task set folder that task set --out wrote "
+                        "(default: results/runs/tasks, where it exists)")
     args = p.parse_args(argv)
+    if args.action == "rekey":
+        moved = rekey.rekey(args.against.resolve(), task_set=args.task_set)
+        print(markdown(moved))
+        print(f"{int(moved['rekeyed'].sum())} results rekeyed, nothing trained "
+              f"({command_line('results provenance', argv)})")
+        return 0
     verdicts = prove(args.traces, args.against.resolve(), args.scenarios)
     proven = int(verdicts["proven"].sum())
     for row in verdicts[~verdicts["proven"]].itertuples():
