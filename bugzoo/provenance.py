@@ -99,21 +99,27 @@ def _bound_names(node: ast.stmt) -> list[str]:
 
 @dataclass(frozen=True)
 class _Uses:
-    """What one top-level statement refers to: bare names, ``name.attribute`` pairs, and the
-    keyword arguments of its calls."""
+    """What one top-level statement refers to: names used on their own, ``name.attribute``
+    pairs, and the keyword arguments of its calls. A name seen only before an attribute
+    (``store.add``) is not used on its own: that reaches ``add``, not all of ``store``."""
 
     names: frozenset[str]
     attributes: frozenset[tuple[str, str]]
     keywords: frozenset[str]
 
+    def every_name(self) -> set[str]:
+        """Each name the statement refers to, on its own or before an attribute."""
+        return {*self.names, *(name for name, _ in self.attributes)}
+
 
 def _uses(node: ast.stmt) -> _Uses:
-    names, attributes, keywords = set(), set(), set()
-    for ref in ast.walk(node):
-        if isinstance(ref, ast.Name):
+    names, attributes, keywords, bases = set(), set(), set(), set()
+    for ref in ast.walk(node):  # an Attribute is walked before the Name it holds
+        if isinstance(ref, ast.Name) and id(ref) not in bases:
             names.add(ref.id)
         elif isinstance(ref, ast.Attribute) and isinstance(ref.value, ast.Name):
             attributes.add((ref.value.id, ref.attr))
+            bases.add(id(ref.value))
         elif isinstance(ref, ast.keyword) and ref.arg:
             keywords.add(ref.arg)
     return _Uses(frozenset(names), frozenset(attributes), frozenset(keywords))
@@ -307,7 +313,7 @@ class Codebase:
             nodes = [_NoDocstrings(cut).visit(copy.deepcopy(node)) for node in nodes]
             uses = [_uses(node) for node in nodes]
         body = ast.Module(body=list(nodes), type_ignores=[])
-        used = {ref for use in uses for ref in use.names}
+        used = {ref for use in uses for ref in use.every_name()}
         outside = sorted(f"{local}={source}:{imported}" for local, (source, imported) in
                          parsed.imports.items()
                          if local in used and not self._is_module(source))

@@ -37,6 +37,8 @@ EDITS = (
     ("one solver (oracle)", "bugzoo/teach/tasks/solvers.py",
      '"explanation": answer["title"]})', '"explanation": answer["title"] + ""})'),
     ("one detector (loss_plateau)", "detectors/loss_plateau.py", "\nfrom ", "\nimport os\nfrom "),
+    ("a sweep's bookkeeping in harness/store.py (add_sweep_time)", "bugzoo/harness/store.py",
+     '"wall_s": round(wall_s, 1)', '"wall_s": round(wall_s, 3)'),
 )
 def checkout_name(tree: Path) -> str:
     """The commit a checkout is at (its folder's name where git cannot tell)."""

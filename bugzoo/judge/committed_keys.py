@@ -65,6 +65,6 @@ def collect(tree: Path, results: Path = RESULTS) -> dict:
 
 
 def check_checkout(tree: Path) -> None:
-    """A one-line error unless ``tree`` is a bugzoo checkout (``--against``)."""
+    """A one-line error unless ``tree`` is a bugzoo checkout (given as another code's)."""
     if not (tree / "bugzoo" / "release.py").is_file():
-        raise UsageError(f"--against {tree} is not a bugzoo checkout")
+        raise UsageError(f"{tree} is not a bugzoo checkout")

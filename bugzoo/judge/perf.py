@@ -33,7 +33,7 @@ from bugzoo.commands import command_line
 from bugzoo.config import compose_run
 from bugzoo.data.base import forever
 from bugzoo.detector_registry import load_detector, select_detectors
-from bugzoo.errors import ArgumentParser, UsageError
+from bugzoo.errors import ArgumentParser
 from bugzoo.harness import store
 from bugzoo.harness.budget import budget_scope
 from bugzoo.harness.pool import stop_parked_workers
@@ -53,6 +53,7 @@ from bugzoo.harness.traceset import stored_runs
 from bugzoo.harness.twin import twin_for
 from bugzoo.harness.watch import Watch, call_all, observer, run_view, watches_for
 from bugzoo.judge.changed_cost import CHECKOUT, changed_cost, checkout_name
+from bugzoo.judge.committed_keys import check_checkout
 from bugzoo.judge.outcomes import suite_members
 from bugzoo.judge.overfit import overfit_single_batch
 from bugzoo.judge.sealed import sealed_outcomes, sealed_selection
@@ -349,8 +350,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--quick", action="store_true", help="sweep: the --quick sweep's scenarios")
     p.add_argument("--source", default="results/traces", help="rescore: the stored runs "
                    "(a trace set or a sweep folder; default: results/traces)")
-    p.add_argument("--before", type=Path, metavar="CHECKOUT",
-                   help="changed: another checkout (the last release's) measured beside this one")
+    p.add_argument("--before", type=Path, metavar="CHECKOUT", action="append", default=[],
+                   help="changed: another checkout (the last release's) measured beside this "
+                        "one (repeatable, oldest first)")
     p.add_argument("--out", default="results/perf", help="where the tables go "
                    "(default: results/perf)")
     args = p.parse_args(argv)
@@ -373,11 +375,10 @@ def main(argv: list[str]) -> int:
                      "Rescoring without training", command,
                      RESCORE_NOTE + " Detectors: " + ", ".join(names) + ".")
     elif args.what == "changed":
-        trees = {"this checkout": CHECKOUT}
-        if args.before is not None:
-            if not (args.before / "bugzoo" / "release.py").is_file():
-                raise UsageError(f"--before {args.before} is not a bugzoo checkout")
-            trees = {f"before ({checkout_name(args.before)})": args.before, **trees}
+        for before in args.before:
+            check_checkout(before)
+        trees = {**{f"before ({checkout_name(b)})": b for b in args.before},
+                 "this checkout": CHECKOUT}
         path = write(changed_cost(trees), out, "changed", "What --changed redoes after an edit",
                      command, CHANGED_NOTE)
     elif args.what == "profile":

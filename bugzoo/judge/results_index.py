@@ -51,8 +51,9 @@ NOTES = {
     "perf/rescore.md": "the sealed built-ins scored on the stored dev traces, sealed (a "
                        "confined job per run) beside the same in one process",
     "perf/changed.md": "what the `--changed` commands redo after typical edits (a comment, "
-                       "a docstring, `summarize`, one solver, one detector), before and after "
-                       "results were keyed by the code they reach",
+                       "a docstring, `summarize`, one solver, one detector, a sweep's "
+                       "bookkeeping), under each key scheme: hand-listed files, the code "
+                       "reached with whole modules, the definitions reached",
     "perf/suite.md": "README's test command against its 8-minute budget, with a reference run "
                      "that gives the machine's speed that day; `perf/suite.csv` per test file",
     "perf/profile.md": "each phase of a bench's runs, the pool's slots held and idle "
