@@ -159,6 +159,18 @@ def test_missing_or_unwritable_results_folder(stored, sub, verb, tmp_path):
     unharmed(stored)
 
 
+@pytest.mark.parametrize("verb", ["run", "bench"])
+def test_a_results_folder_that_is_a_file_is_named_as_one(stored, verb, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    args = (["run", "scenario=mlp-clean", f"harness.out_dir={blocker}"] if verb == "run" else
+            ["bench", "--scenarios", "mlp-double_softmax", "--out", str(blocker)])
+    line = fails(args)
+    assert f"results folder {blocker} is a file: give a folder" in line, line
+    assert blocker.read_text() == "not a folder"
+    unharmed(stored)
+
+
 @pytest.fixture
 def scenario_copy(tmp_path, monkeypatch):
     """A private copy of scenarios/ that this process composes from."""

@@ -36,6 +36,9 @@ def run_dir(root: Path, sweep: str, scenario: str, seed: int) -> Path:
 def ensure_writable(root: Path) -> Path:
     """Create ``root`` if needed and prove it is writable, else raise a UsageError."""
     root = Path(root)
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"results folder {root} is a file: give a folder, new or existing "
+                         "(it is made where missing)")
     try:
         root.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=root, prefix=".probe-"):
