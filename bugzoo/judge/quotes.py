@@ -312,6 +312,22 @@ def overhead(r: Results, variant: str, models: str) -> str:
 
 
 @figure
+def step_ms(r: Results, model: str) -> str:
+    """The bare loop's median step time on ``model``, in ms (``perf/overhead.csv``)."""
+    table = r.csv("perf/overhead.csv").set_index(["variant", "model"])
+    return f"{table.loc[('bare', model), 'step_ms']:.2f}"
+
+
+@figure
+def overhead_us(r: Results, variant: str, model: str) -> str:
+    """What ``variant`` adds to ``model``'s median step, in microseconds: its ratio to the bare
+    loop less one, times the bare loop's median step time (``perf/overhead.csv``)."""
+    table = r.csv("perf/overhead.csv").set_index(["variant", "model"])
+    bare_ms = table.loc[("bare", model), "step_ms"]
+    return f"{(table.loc[(variant, model), 'median_x'] - 1) * bare_ms * 1000:.0f}"
+
+
+@figure
 def efficiency(r: Results, compositions: str, workers: str) -> str:
     """Sweep efficiency (``perf/sweep.csv``) with compositions ``kept`` or ``composed``."""
     table = r.csv("perf/sweep.csv").set_index(["compositions", "workers"])
