@@ -4,6 +4,8 @@ import says why, and a bug changes a seam of the clean loop instead of copying a
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -181,3 +183,12 @@ def test_the_layout_page_names_every_module():
                and path.stem in by_folder.get(path.parent.name, (path.stem,))
                and not re.search(rf"\b{re.escape(path.name)}\b", text)]
     assert not unnamed
+
+
+def test_scoring_stored_runs_loads_no_training_code():
+    """Scoring reads what runs recorded: the outcome and trace-set readers never load the
+    training loop (they once rebuilt a Trainer for a run stored without its setup digest)."""
+    code = ("import sys, bugzoo.judge.outcomes, bugzoo.harness.traceset; "
+            "print(sorted(m for m in sys.modules if m in ('bugzoo.train', 'bugzoo.harness.runner')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

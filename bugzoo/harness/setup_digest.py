@@ -25,15 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import OmegaConf
 from torch import nn
 
-from bugzoo import release
-from bugzoo.bugs import get_bug
 from bugzoo.detector import RunView
 from bugzoo.harness import store
-from bugzoo.harness.watch import run_view
-from bugzoo.train import Trainer
 
 log = logging.getLogger(__name__)
 
@@ -125,22 +120,9 @@ def setup_digest(view: RunView) -> str | None:
 
 
 def summary_with_setup(path: Path) -> dict:
-    """The summary of the run stored at ``path``, with its ``setup_digest``. A run stored
-    before digests were recorded is rebuilt (not trained) from its stored configuration to
-    find it, when the benchmark's release is still the one that made the run; the digest
-    stays None for a distributed run or one that no longer builds the same."""
+    """The summary of the run stored at ``path``, its ``setup_digest`` None where the run was
+    stored before digests were recorded (scoring reads what a run recorded; it never rebuilds
+    one)."""
     summary = store.read_summary(path)
-    if "setup_digest" in summary:
-        return summary
-    summary["setup_digest"] = None
-    if summary.get("release") != release.digest() or (summary.get("world_size") or 1) > 1:
-        return summary
-    cfg = OmegaConf.load(path / store.CONFIG_FILE)
-    bug = get_bug(cfg.bug.id) if cfg.get("bug") else None
-    try:
-        trainer = Trainer(cfg, bug, armed=summary.get("role") != "control").build()
-    except Exception as e:  # a run that crashed while building has no setup to read
-        log.debug("no setup digest for %s: %s", path, e)
-        return summary
-    summary["setup_digest"] = setup_digest(run_view(trainer))
+    summary.setdefault("setup_digest", None)
     return summary
