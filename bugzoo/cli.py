@@ -70,7 +70,7 @@ RESULTS = {
     "provenance": Command("carry stored results across a change: prove it neutral (same "
                           "traces under both checkouts), or rekey them across a change of the "
                           "key scheme alone", "bugzoo.judge.prove:main",
-                          usage="prove|rekey --against CHECKOUT"),
+                          usage="prove [--against CHECKOUT] | rekey --against CHECKOUT"),
     "perf": Command("speed figures: baselines, overhead, sweep efficiency, profile, rescoring, "
                     "what --changed redoes", "bugzoo.judge.perf:main", usage="WHAT"),
     "gpu": Command("the GPU pass, into results/gpu (--dry-run checks it on the CPU)",

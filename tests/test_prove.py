@@ -13,8 +13,9 @@ import pandas as pd
 from bugzoo import release
 from bugzoo.cli import main
 from bugzoo.harness import traceset
+from bugzoo.judge import validity
 from bugzoo.judge.changed_cost import edited_copy
-from bugzoo.judge.prove import PROOFS
+from bugzoo.judge.prove import PROOFS, run_in
 
 ROOT = Path(__file__).resolve().parents[1]
 NEUTRAL, CHANGED = "mlp-missing_zero_grad", "mlp-lr_too_high"
@@ -46,6 +47,8 @@ def test_a_neutral_change_carries_its_runs_with_a_proof_and_a_real_one_does_not(
     runs = pd.read_parquet(traces / traceset.RUNS_FILE)
     runs = runs[runs["scenario"].isin(old)].reset_index(drop=True)
     runs["key"] = runs["scenario"].map(old).astype(runs["key"].dtype)
+    # the base's plant made other traces than today's code makes: the stored ones are its
+    runs["trace_digest"] = runs["trace_digest"].where(runs["scenario"] != CHANGED, "by the base")
     traceset.rewrite_runs(traces, runs)
 
     assert main(["results", "provenance", "prove", "--against", str(base), "--traces", str(traces),
@@ -66,3 +69,78 @@ def test_against_a_folder_that_is_no_checkout_is_a_usage_error(tmp_path, capsys)
     assert main(["results", "provenance", "prove", "--against", str(tmp_path), "--traces",
                  str(ROOT / "results" / "traces")]) == 2
     assert "is not a bugzoo checkout" in capsys.readouterr().err
+
+
+def test_runs_that_reproduce_their_stored_traces_are_carried_with_their_validity_rows(
+        tmp_path, capsys):
+    """No second checkout: today's code makes the stored traces again on this machine. The
+    validity row keyed by those runs is carried with them; a scenario whose stored traces
+    today's code does not make keeps its key, and so does its row."""
+    results = tmp_path / "results"
+    shutil.copytree(ROOT / "results" / "traces", results / "traces")
+    for name in ("validity", "health", "language"):
+        shutil.copyfile(ROOT / "results" / f"{name}.csv", results / f"{name}.csv")
+    runs = pd.read_parquet(results / "traces" / traceset.RUNS_FILE)
+    # NEUTRAL's proof seed as this machine makes it (the committed runs may be another's)
+    made_here = run_in(ROOT, [(NEUTRAL, 0, True), (NEUTRAL, 0, False)])["digests"]
+    for role, digest in zip(("buggy", "control"), made_here, strict=True):
+        at = (runs["scenario"] == NEUTRAL) & (runs["seed"] == 0) & (runs["role"] == role)
+        runs.loc[at, "trace_digest"] = digest
+    old = {NEUTRAL: "made-before-000", CHANGED: "made-before-001"}
+    runs["key"] = runs["scenario"].map(old).fillna(runs["key"]).astype(runs["key"].dtype)
+    runs["trace_digest"] = runs["trace_digest"].where(runs["scenario"] != CHANGED, "other")
+    traceset.rewrite_runs(results / "traces", runs)
+    table = pd.read_csv(results / "validity.csv", dtype={"key": str})
+    stale = table.assign(key=[validity.row_key([r.scenario, r.control], [0, 1, 2, 3, 4], [],
+                                               lambda s: old.get(s, release.scenario_key(s)))
+                              for r in table.itertuples()])
+    stale.to_csv(results / "validity.csv", index=False)
+
+    assert main(["results", "provenance", "prove", "--traces", str(results / "traces"),
+                 "--scenarios", NEUTRAL, CHANGED]) == 0
+    out = capsys.readouterr().out
+    assert f"{CHANGED}: not proven (its traces differ from the stored ones" in out
+    assert "1 of 2 stale scenarios proven neutral and carried, with 1 validity" in out
+    carried = pd.read_csv(results / "validity.csv", dtype={"key": str}).set_index("scenario")
+    committed = table.set_index("scenario")
+    assert carried.loc[NEUTRAL, "key"] == committed.loc[NEUTRAL, "key"]
+    assert carried.loc[CHANGED, "key"] == stale.set_index("scenario").loc[CHANGED, "key"]
+    others = ~committed.index.isin([NEUTRAL, CHANGED])
+    assert carried.loc[others].equals(committed.loc[others])
+    proofs = pd.read_csv(results / "traces" / PROOFS)
+    assert list(proofs["against"]) == ["its stored traces"]
+
+
+def test_with_the_code_that_made_them_a_rows_unstored_control_is_proven_too(tmp_path, capsys):
+    """A validity row's control has no stored runs in the trace set: with ``--against`` it is
+    run under both checkouts, and the row is carried where both agree. The change here is in
+    telemetry, which every run reaches and the rows' own code does not."""
+    base = edited_copy(ROOT, tmp_path / "a", ("bugzoo/telemetry.py",
+                                               "(info.uordblks + info.hblkhd) / 2**20",
+                                               "(info.uordblks + info.hblkhd) / (1024 * 1024)"))
+    control = "mlp-clean"
+    old = scenario_keys(base, [NEUTRAL, control])
+    assert old[control] != release.scenario_key(control)
+    results = tmp_path / "results"
+    shutil.copytree(ROOT / "results" / "traces", results / "traces")
+    for name in ("validity", "health", "language"):
+        shutil.copyfile(ROOT / "results" / f"{name}.csv", results / f"{name}.csv")
+    runs = pd.read_parquet(results / "traces" / traceset.RUNS_FILE)
+    runs = runs[runs["scenario"] == NEUTRAL].reset_index(drop=True)
+    traceset.rewrite_runs(results / "traces", runs.assign(key=old[NEUTRAL]).astype(
+        {"key": runs["key"].dtype}))
+    table = pd.read_csv(results / "validity.csv", dtype={"key": str})
+    mine = table["scenario"] == NEUTRAL
+    assert (table.loc[mine, "control"] == control).all()
+    stale = table.copy()
+    stale.loc[mine, "key"] = validity.row_key([NEUTRAL, control], [0, 1, 2, 3, 4], [], old.get)
+    stale.to_csv(results / "validity.csv", index=False)
+
+    assert main(["results", "provenance", "prove", "--against", str(base), "--traces",
+                 str(results / "traces")]) == 0
+    assert "2 of 2 stale scenarios proven neutral and carried, with 1 validity" in \
+        capsys.readouterr().out
+    assert pd.read_csv(results / "validity.csv", dtype={"key": str}).equals(table)
+    proofs = pd.read_csv(results / "traces" / PROOFS).set_index("scenario")
+    assert proofs.loc[control, "against"] == str(base) and proofs.loc[control, "old_key"] == \
+        old[control]

@@ -1,15 +1,19 @@
 """``bugzoo results provenance prove``: carry stored runs across a change that computes the same traces.
 
 A run's key moves with any change of the code it reaches, a refactor too. This proves such a
-change neutral instead of remaking every run: for each scenario of a trace set whose runs
-hold the key of another checkout (``--against``, the code that made them, e.g. ``git worktree
-add ../base <rev>``) and not today's, one stored seed is run again under both checkouts, on
-this machine, in the same configuration (its buggy run and its disarmed twin, or its one
-healthy run). Where every trace digest agrees, the scenario's stored runs are given today's
-key and the proof joins ``provenance.csv`` beside the trace set; where any differs, or a run
-cannot be made in one process (a distributed scenario), the runs keep their key and are
-remade by the next ``bugzoo results traces export --keep-unchanged``. Two checkouts on one machine
-round alike, so the comparison is fair whatever machine made the stored runs.
+change neutral instead of remaking every run: for each scenario of a trace set whose runs do
+not hold today's key, one stored seed is run again by today's code on this machine, in the
+same configuration (its buggy run and its disarmed twin, or its one healthy run). Where every
+trace digest equals the stored run's, the scenario is proven. Where one differs (runs made on
+another machine's kernels round differently) and ``--against`` names a checkout of the code
+that made them (``git worktree add ../base <rev>``), the same runs are made under it too, and
+the scenario is proven where both checkouts agree. A proven scenario's stored runs are given
+today's key, and the proof joins ``provenance.csv`` beside the trace set. The validity, health
+and language rows beside the trace set (a results folder) are carried with them: a row whose
+key is the one its scenarios' stored runs gave it, and whose scenarios all now hold today's
+key, takes today's key. Where a run cannot be made in one process (a distributed scenario),
+or the traces differ, the runs keep their key and are remade by the next ``bugzoo results
+traces export --keep-unchanged``.
 """
 
 from __future__ import annotations
@@ -29,8 +33,9 @@ from bugzoo.commands import command_line
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import traceset
 from bugzoo.harness.sweep import select_scenarios
-from bugzoo.judge import rekey
+from bugzoo.judge import rekey, validity
 from bugzoo.judge.committed_keys import check_checkout
+from bugzoo.judge.rekey import rekeyed_lines, replace_file
 from bugzoo.judge.tables import markdown
 from bugzoo.paths import PACKAGE
 
@@ -76,17 +81,42 @@ def proof_runs(runs: pd.DataFrame) -> list[tuple[str, int, bool]]:
     return [(scenario, seed, role != "control") for role in sorted(roles)]
 
 
-def prove(traces: Path, against: Path, patterns: list[str] | None = None) -> pd.DataFrame:
-    """Prove the stale scenarios of the trace set ``traces`` neutral between ``against`` and
-    this checkout; carry those proven. One row per stale scenario, with its verdict."""
+def stored_digests(runs: pd.DataFrame, proof: list[tuple[str, int, bool]]) -> list[str | None]:
+    """The stored trace digest of each run of ``proof`` (``runs``: its scenario's stored runs)."""
+    out = []
+    for _, seed, armed in proof:
+        mine = runs[(runs["seed"] == seed) & ((runs["role"] != "control") == armed)]
+        out.append(mine["trace_digest"].iloc[0] if len(mine) == 1 else None)
+    return out
+
+
+def run_halves(checkout: Path, runs: list[tuple[str, int, bool]]) -> dict:
+    """:func:`run_in` on two cores: the runs split in two interpreters side by side."""
+    if not runs:
+        return {"keys": {}, "digests": []}
+    halves = [runs[: len(runs) // 2], runs[len(runs) // 2:]]
+    with ThreadPoolExecutor(2) as pool:
+        done = list(pool.map(lambda half: run_in(checkout, half) if half else
+                             {"keys": {}, "digests": []}, halves))
+    return {"keys": {**done[0]["keys"], **done[1]["keys"]},
+            "digests": done[0]["digests"] + done[1]["digests"]}
+
+
+def prove(traces: Path, against: Path | None, patterns: list[str] | None = None,
+          results: Path | None = None) -> pd.DataFrame:
+    """Prove the stale scenarios of the trace set ``traces`` neutral (against its stored
+    traces, then against the checkout ``against``) and carry those proven, with the validity
+    rows of ``results``. One row per stale scenario, with its verdict."""
     if not traceset.is_traceset(traces):
         raise UsageError(f"{traces} is not a trace set (bugzoo results traces export writes one)")
-    check_checkout(against)
+    if against is not None:
+        check_checkout(against)
     stored = pd.read_parquet(traces / traceset.RUNS_FILE)
     chosen = {s.id for s in select_scenarios(patterns, include_excluded=True)}
-    today = {s: release.scenario_key(s) for s in set(stored["scenario"]) & chosen}
+    today = {s: release.scenario_key(s) for s in set(stored["scenario"])}
+    made_by = {s: set(keys) for s, keys in stored.groupby("scenario")["key"]}
     stale = sorted(s for s, key in today.items()
-                   if key is not None and set(stored.loc[stored["scenario"] == s, "key"]) != {key})
+                   if s in chosen and key is not None and made_by[s] != {key})
     rows, to_run = [], {}
     for scenario in stale:
         mine = stored[stored["scenario"] == scenario]
@@ -95,29 +125,125 @@ def prove(traces: Path, against: Path, patterns: list[str] | None = None) -> pd.
                          "why": "a distributed run cannot be made in one process"})
         else:
             to_run[scenario] = proof_runs(mine)
-    flat = [run for runs in to_run.values() for run in runs]
-    log.info("%d stale scenarios; %d runs under each checkout", len(stale), len(flat))
-    with ThreadPoolExecutor(2) as pool:  # the two checkouts side by side, a core each
-        before, after = pool.map(lambda tree: run_in(tree, flat) if flat else
-                                 {"keys": {}, "digests": []}, (against, PACKAGE.parent))
-    at = 0
+    log.info("%d stale scenarios; %d runs under today's code",
+             len(stale), sum(map(len, to_run.values())))
+    after = run_halves(PACKAGE.parent, [run for runs in to_run.values() for run in runs])
+    differ, at = {}, 0
     for scenario, runs in to_run.items():
-        old, new = (d["digests"][at:at + len(runs)] for d in (before, after))
+        new = after["digests"][at:at + len(runs)]
         at += len(runs)
-        made_by = set(stored.loc[stored["scenario"] == scenario, "key"])
-        if made_by != {before["keys"][scenario]}:
-            rows.append({"scenario": scenario, "proven": False,
-                         "why": f"its runs were not made by {against}'s code"})
-        elif None in old or old != new:
-            rows.append({"scenario": scenario, "proven": False, "why": "its traces differ"})
+        if None not in new and new == stored_digests(stored[stored["scenario"] == scenario],
+                                                     runs):
+            rows.append(_proven(scenario, made_by[scenario], today[scenario], runs, new,
+                                "its stored traces"))
         else:
-            rows.append({"scenario": scenario, "proven": True, "why": "",
-                         "old_key": before["keys"][scenario], "key": today[scenario],
-                         "seed": runs[0][1], "trace_digests": " ".join(new)})
+            differ[scenario] = (runs, new)
+    if differ and against is not None:
+        log.info("%d scenarios differ from their stored traces; their runs under %s",
+                 len(differ), against)
+        before = run_halves(against, [run for runs, _ in differ.values() for run in runs])
+        at = 0
+        for scenario, (runs, new) in differ.items():
+            old = before["digests"][at:at + len(runs)]
+            at += len(runs)
+            if made_by[scenario] != {before["keys"][scenario]}:
+                rows.append({"scenario": scenario, "proven": False,
+                             "why": f"its runs were not made by {against}'s code"})
+            elif None in old or old != new:
+                rows.append({"scenario": scenario, "proven": False, "why": "its traces differ"})
+            else:
+                rows.append(_proven(scenario, made_by[scenario], today[scenario], runs, new,
+                                    str(against)))
+    else:
+        rows += [{"scenario": s, "proven": False,
+                  "why": "its traces differ from the stored ones (--against compares two "
+                         "checkouts on this machine)"} for s in differ]
+    old_keys = {s: next(iter(keys)) for s, keys in made_by.items() if len(keys) == 1}
+    if results is not None:  # the stale rows' scenarios that have no stored runs to compare
+        missing = sorted(s for s in stale_rows_scenarios(results) - set(today)
+                         if release.scenario_key(s) is not None)
+        old_keys.update({s: release.scenario_key(s) for s in missing})  # unmoved, or no row matches
+        if missing and against is not None:
+            rows += prove_unstored(missing, against, old_keys)
     verdicts = pd.DataFrame(rows, columns=["scenario", "proven", "why", "old_key", "key",
-                                           "seed", "trace_digests"])
-    carry(traces, stored, verdicts[verdicts["proven"]])
+                                           "seed", "trace_digests", "against"])
+    proven = verdicts[verdicts["proven"].astype(bool)]
+    carry(traces, stored, proven)
+    if results is not None:
+        current = ({s for s, key in today.items() if made_by[s] == {key}} |
+                   set(proven["scenario"]) | (set(old_keys) - set(today) - set(verdicts["scenario"])))
+        verdicts.attrs["rows_carried"] = carry_rows(results, old_keys, current)
     return verdicts
+
+
+def stale_rows_scenarios(results: Path) -> set[str]:
+    """Every scenario whose runs decide a validity, health or language row of ``results`` that
+    does not hold today's key."""
+    bare = _row_tables(results)
+    today = validity.with_keys(*bare.values(), _row_seeds(), [])
+    out = set()
+    for name, now, pairs in zip(bare, today, validity.row_scenarios(*bare.values()), strict=True):
+        stored = pd.read_csv(results / f"{name}.csv", dtype={"key": str})["key"]
+        out.update(s for key, new, pair in zip(stored, now["key"], pairs, strict=True)
+                   if key != new for s in pair)
+    return out
+
+
+def _row_seeds() -> list[int]:
+    return [int(s) for s in validity.VALIDITY_SEEDS.split(",")]  # as the committed rows were
+
+
+def prove_unstored(scenarios: list[str], against: Path, old_keys: dict[str, str]) -> list[dict]:
+    """Prove scenarios that have no stored runs (a validity row's control, a healthy variant
+    the trace set leaves out) by one seed under both checkouts; ``old_keys`` takes the keys
+    ``against`` gives the proven ones."""
+    runs = [(s, 0, True) for s in scenarios]
+    log.info("%d scenarios of the validity rows have no stored runs; each under both checkouts",
+             len(runs))
+    before, after = run_halves(against, runs), run_halves(PACKAGE.parent, runs)
+    rows = []
+    for at, scenario in enumerate(scenarios):
+        old, new = before["digests"][at], after["digests"][at]
+        if old is None or old != new:
+            rows.append({"scenario": scenario, "proven": False, "why": "its traces differ"})
+            continue
+        old_keys[scenario] = before["keys"][scenario]
+        rows.append(_proven(scenario, {before["keys"][scenario]},
+                            release.scenario_key(scenario), runs[at:at + 1], [new], str(against)))
+    return rows
+
+
+def _row_tables(results: Path) -> dict[str, pd.DataFrame]:
+    """The validity, health and language tables of ``results``, without their keys."""
+    return {name: pd.read_csv(results / f"{name}.csv", dtype={"key": str}).drop(columns="key")
+            for name in ("validity", "health", "language")}
+
+
+def _proven(scenario: str, made_by: set[str], key: str, runs: list, digests: list[str],
+            against: str) -> dict:
+    return {"scenario": scenario, "proven": True, "why": "", "old_key": " ".join(sorted(made_by)),
+            "key": key, "seed": runs[0][1], "trace_digests": " ".join(digests),
+            "against": against}
+
+
+def carry_rows(results: Path, old_keys: dict[str, str], current: set[str]) -> int:
+    """Give today's key to each validity, health and language row of ``results`` whose key
+    is the one its scenarios' stored runs (``old_keys``) gave it and whose scenarios all hold
+    today's key now (``current``); how many rows were carried."""
+    bare = _row_tables(results)
+    then = validity.with_keys(*bare.values(), _row_seeds(), [],
+                              run_key=lambda s: old_keys.get(s) if s in current else None)
+    now = validity.with_keys(*bare.values(), _row_seeds(), [])
+    texts, carried = {}, 0
+    for name, before, after in zip(bare, then, now, strict=True):
+        stored = pd.read_csv(results / f"{name}.csv", dtype={"key": str})["key"]
+        text, moved, _ = rekeyed_lines(results / f"{name}.csv", stored.fillna("").tolist(),
+                                       list(before["key"]), list(after["key"]))
+        if moved:
+            texts[results / f"{name}.csv"], carried = text, carried + moved
+    for path, text in texts.items():
+        replace_file(path, text)
+    return carried
 
 
 def carry(traces: Path, stored: pd.DataFrame, proven: pd.DataFrame) -> None:
@@ -140,8 +266,9 @@ def main(argv: list[str]) -> int:
                        description="prove: " + __doc__.splitlines()[0].partition(": ")[2] +
                        "; rekey: " + rekey.__doc__.splitlines()[0].partition(": ")[2])
     p.add_argument("action", choices=["prove", "rekey"])
-    p.add_argument("--against", type=Path, required=True, metavar="CHECKOUT",
-                   help="a checkout of the code that made the stored results")
+    p.add_argument("--against", type=Path, metavar="CHECKOUT",
+                   help="a checkout of the code that made the stored results (rekey: "
+                        "required; prove: compared where today's traces differ from the stored)")
     p.add_argument("--traces", type=Path, default=Path("results/traces"),
                    help="prove: the trace set (default: results/traces)")
     p.add_argument("--scenarios", nargs="+", metavar="PATTERN",
@@ -151,15 +278,21 @@ def main(argv: list[str]) -> int:
                         "(default: results/runs/tasks, where it exists)")
     args = p.parse_args(argv)
     if args.action == "rekey":
+        if args.against is None:
+            raise UsageError("rekey needs --against CHECKOUT, the code that keyed the results")
         moved = rekey.rekey(args.against.resolve(), task_set=args.task_set)
         print(markdown(moved))
         print(f"{int(moved['rekeyed'].sum())} results rekeyed, nothing trained "
               f"({command_line('results provenance', argv)})")
         return 0
-    verdicts = prove(args.traces, args.against.resolve(), args.scenarios)
+    results = args.traces.parent if (args.traces.parent / "validity.csv").is_file() else None
+    verdicts = prove(args.traces, args.against.resolve() if args.against else None,
+                     args.scenarios, results)
     proven = int(verdicts["proven"].sum())
-    for row in verdicts[~verdicts["proven"]].itertuples():
+    for row in verdicts[~verdicts["proven"].astype(bool)].itertuples():
         print(f"{row.scenario}: not proven ({row.why})")
-    print(f"{proven} of {len(verdicts)} stale scenarios proven neutral and carried "
+    rows = (f", with {verdicts.attrs['rows_carried']} validity, health and language rows of "
+            f"{results}" if results is not None else "")
+    print(f"{proven} of {len(verdicts)} stale scenarios proven neutral and carried{rows} "
           f"({command_line('results provenance', argv)})")
     return 0

@@ -63,7 +63,7 @@ def check_only_the_scheme_moved(old: Path, new: Path) -> None:
                          "bugzoo results provenance prove, or the --changed commands")
 
 
-def _rekeyed_lines(path: Path, stored: list[str], old: list[str], new: list[str]) -> tuple[
+def rekeyed_lines(path: Path, stored: list[str], old: list[str], new: list[str]) -> tuple[
         str, int, int]:
     """The CSV at ``path`` with each row's stored key that is ``old``'s replaced by ``new``'s;
     how many rows moved and how many were stale already."""
@@ -82,7 +82,8 @@ def _rekeyed_lines(path: Path, stored: list[str], old: list[str], new: list[str]
     return "".join(lines), moved, stale
 
 
-def _replace(path: Path, text: str) -> None:
+def replace_file(path: Path, text: str) -> None:
+    """Write ``text`` over ``path`` atomically."""
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text)
     tmp.replace(path)
@@ -99,14 +100,14 @@ def rekey(old: Path, results: Path = RESULTS, task_set: Path | None = None) -> p
     for name, kind in TABLES.items():
         path = results / name
         stored = pd.read_csv(path, dtype={"key": str})["key"].fillna("").tolist()
-        texts[path], moved, stale = _rekeyed_lines(path, stored, before[kind], after[kind])
+        texts[path], moved, stale = rekeyed_lines(path, stored, before[kind], after[kind])
         rows.append({"result": name, "rows": len(stored), "rekeyed": moved, "stale": stale})
     if task_set is not None and (task_set / TASK_INDEX).is_file():
         path = task_set / TASK_INDEX
         index = pd.read_csv(path, dtype={"key": str})
         old_keys, new_keys = (dict(zip(pd.read_csv(results / "tasks.csv")["scenario"], d["tasks"],
                                        strict=True)) for d in (before, after))
-        texts[path], moved, stale = _rekeyed_lines(
+        texts[path], moved, stale = rekeyed_lines(
             path, index["key"].fillna("").tolist(), [old_keys.get(s) for s in index["scenario"]],
             [new_keys.get(s) for s in index["scenario"]])
         rows.append({"result": str(path), "rows": len(index), "rekeyed": moved, "stale": stale})
@@ -118,9 +119,9 @@ def rekey(old: Path, results: Path = RESULTS, task_set: Path | None = None) -> p
                  "rekeyed": int((is_old & (rekeyed != runs["key"])).sum()),
                  "stale": int((~is_old).sum())})
     for path, text in texts.items():  # every table checked before the first is written
-        _replace(path, text)
+        replace_file(path, text)
     traceset.rewrite_runs(traces, runs.assign(key=rekeyed.astype(runs["key"].dtype)))
     release.live_manifest.cache_clear()
-    _replace(results / release.MANIFEST.name,
+    replace_file(results / release.MANIFEST.name,
              json.dumps(release.manifest(), indent=1, sort_keys=True) + "\n")
     return pd.DataFrame(rows)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -274,27 +275,34 @@ ROW_ENTRIES = tuple(f"bugzoo.judge.validity:{name}" for name in (
     "plan_validity_runs", "summarise", "to_power", "health_table", "language_table"))
 
 
-def row_key(scenarios: list[str], seeds: list[int], overrides: list[str]) -> str | None:
+def row_key(scenarios: list[str], seeds: list[int], overrides: list[str],
+            run_key: Callable[[str], str | None] = scenario_key) -> str | None:
     """What decided a row: the release keys of its scenarios' runs (the one measured and the
-    one it is measured against), the seeds asked for, the run-setting overrides and the code
-    that plans the runs and tests them (:data:`ROW_ENTRIES`). None where a scenario is outside
-    the release: such a row is never carried."""
-    keys = [scenario_key(s) for s in scenarios]
+    one it is measured against; ``run_key`` gives them, today's by default), the seeds asked
+    for, the run-setting overrides and the code that plans the runs and tests them
+    (:data:`ROW_ENTRIES`). None where a scenario is outside the release: such a row is never
+    carried."""
+    keys = [run_key(s) for s in scenarios]
     return None if None in keys else key_of(keys, seeds, list(overrides), code_key(*ROW_ENTRIES))
 
 
 def with_keys(validity: pd.DataFrame, health: pd.DataFrame, language: pd.DataFrame | None,
-              seeds: list[int], overrides: list[str]) -> tuple:
+              seeds: list[int], overrides: list[str],
+              run_key: Callable[[str], str | None] = scenario_key) -> tuple:
     """The three tables, each row with its ``key`` (:func:`row_key`)."""
-    def keyed(table: pd.DataFrame, pairs: list[list[str]]) -> pd.DataFrame:
-        return table.assign(key=[row_key(pair, seeds, overrides) for pair in pairs])
+    tables = (validity, health, language)
+    return tuple(None if table is None else
+                 table.assign(key=[row_key(pair, seeds, overrides, run_key) for pair in pairs])
+                 for table, pairs in zip(tables, row_scenarios(*tables), strict=True))
 
-    validity = keyed(validity, [[r.scenario, r.control] for r in validity.itertuples()])
-    health = keyed(health, [[r.scenario, default_scenario(r.model).id]
-                            for r in health.itertuples()])
-    if language is not None:
-        language = keyed(language, [[default_scenario("gpt").id]] * len(language))
-    return validity, health, language
+
+def row_scenarios(validity: pd.DataFrame, health: pd.DataFrame,
+                  language: pd.DataFrame | None) -> tuple[list[list[str]], ...]:
+    """Per table, per row, the scenarios whose runs decide it: the one measured, then the one
+    it is measured against (a validity row's control, a health row's model default)."""
+    return ([[r.scenario, r.control] for r in validity.itertuples()],
+            [[r.scenario, default_scenario(r.model).id] for r in health.itertuples()],
+            [] if language is None else [[default_scenario("gpt").id]] * len(language))
 
 
 @dataclass(frozen=True)
