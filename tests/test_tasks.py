@@ -287,6 +287,33 @@ def test_oracle_variant_takes_a_change_the_fixed_script_still_holds(tmp_path, mo
     assert (tmp_path / "a" / "train.py").read_text() == (tmp_path / "b" / "train.py").read_text()
 
 
+
+def test_oracle_variant_draws_only_changes_the_grader_found_harmless(tmp_path, monkeypatch):
+    """Only the changes ``bugzoo task harmless`` passed on the model's clean script are drawn
+    (a change that makes the clean script worse would fail the fix for the grader's reason, not
+    the solver's); without that table the solver says what to run."""
+    from bugzoo.errors import UsageError
+    from bugzoo.teach.tasks import solvers
+
+    scenario = "mlp-double_softmax"
+    key = tmp_path / "key"
+    key.mkdir()
+    (key / "fixed.py").write_text(render(scenario)["fixed"])
+    (key / "key.json").write_text(json.dumps({"model": "mlp", "scenario": scenario,
+                                              "settings": {}, "category": "architecture",
+                                              "bug": "double_softmax"}))
+    verdicts = tmp_path / "harmless.csv"
+    names = sorted(solvers.harmless_changes("mlp"))
+    pd.DataFrame({"model": "mlp", "change": names,
+                  "harmless": [name == "dropout05" for name in names]}).to_csv(verdicts,
+                                                                               index=False)
+    monkeypatch.setattr(solvers, "HARMLESS_VERDICTS", verdicts)
+    variant = oracle_variant(tmp_path / "task", key, tmp_path / "submission")
+    assert (variant / "variant.txt").read_text() == "dropout05\n"
+    monkeypatch.setattr(solvers, "HARMLESS_VERDICTS", tmp_path / "none.csv")
+    with pytest.raises(UsageError, match="run `bugzoo task harmless`"):
+        oracle_variant(tmp_path / "task", key, tmp_path / "again")
+
 def test_a_task_needs_a_worse_network_not_just_another_layer():
     """The set keeps a scenario when the unchanged script's networks are worse on fresh data;
     one whose unchanged script only fails the structural check (a legacy spectral norm where

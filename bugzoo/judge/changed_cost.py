@@ -56,7 +56,8 @@ def edited_copy(source: Path, scratch: Path, edit: tuple[str, str, str] | None) 
         if (source / name).is_dir():
             shutil.copytree(source / name, tree / name,
                             ignore=shutil.ignore_patterns("__pycache__"))
-        else:
+        elif (source / name).is_file():
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source / name, tree / name)
     if edit is not None:
         path, old, new = edit

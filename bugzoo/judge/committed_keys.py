@@ -19,7 +19,8 @@ from bugzoo.errors import UsageError
 from bugzoo.paths import PACKAGE
 
 RESULTS = PACKAGE.parent / "results"
-DECIDING = ("bugzoo", "detectors", "conf", "scenarios", "pyproject.toml")  # of a checkout
+# what in a checkout decides its results' keys (oracle_variant draws the harmless verdicts)
+DECIDING = ("bugzoo", "detectors", "conf", "scenarios", "pyproject.toml", "results/harmless.csv")
 # run in a checkout: every key of the committed results, as its code computes them (the
 # agent grades' key changed shape when solvers got keys of their own)
 COLLECT = r"""

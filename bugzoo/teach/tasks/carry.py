@@ -24,7 +24,7 @@ from bugzoo.judge.out_of_sample import detectors_digest
 from bugzoo.provenance import code_key, code_reached, key_of
 from bugzoo.scenarios import get_scenario
 from bugzoo.teach.tasks.script import task_scripts
-from bugzoo.teach.tasks.solvers import SOLVERS
+from bugzoo.teach.tasks.solvers import SOLVER_INPUTS, SOLVERS
 
 # where each kind of row starts: the code reached from there decides it
 VALIDATE = ("bugzoo.teach.tasks.exported:validate_exports",)
@@ -43,10 +43,12 @@ def code_digest(model: str, *entries: str) -> str:
 
 def grade_key(set_row_key: str, model: str, solver: str) -> str:
     """The key of ``solver``'s grade on a task whose set row has ``set_row_key``: that task,
-    the solver's own code (where it is defined) and the grader's."""
+    the solver's own code (where it is defined) and the grader's, and what else the solver
+    reads for ``model`` (:data:`~.solvers.SOLVER_INPUTS`)."""
     function = SOLVERS[solver]
+    inputs = [SOLVER_INPUTS[solver](model)] if solver in SOLVER_INPUTS else []
     return key_of(set_row_key, solver, _code(model, (f"{function.__module__}:"
-                                                     f"{function.__name__}", GRADE)))
+                                                     f"{function.__name__}", GRADE)), *inputs)
 
 
 @cache

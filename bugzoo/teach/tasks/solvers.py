@@ -6,8 +6,9 @@
   miss is a grader or export bug, not a hard task.
 * ``oracle_variant`` hands in the key's fix with a harmless change on top (another batch size,
   optimizer, width, clipping or dropout: a healthy variant of the model's script, chosen by
-  the task's scenario). It must score about 100% too: the grader's margins accept a fix that
-  is not the key's exact text.
+  the task's scenario, among those the grader's own test passes on the model's clean script,
+  ``results/harmless.csv``). It must score about 100% too: the grader's margins accept a fix
+  that is not the key's exact text.
 * ``rules`` runs the task's script once with bugzoo's heuristic detectors watching its loop,
   diagnoses from their alarms and patches from a table of known fixes (:mod:`.rules`).
 """
@@ -22,10 +23,16 @@ from collections.abc import Callable
 from pathlib import Path
 from string import Template
 
+import pandas as pd
+
 from bugzoo.detector_registry import select_detectors
+from bugzoo.errors import UsageError
+from bugzoo.paths import ROOT
 from bugzoo.teach.tasks.cheats import key_reader, template_reader
 from bugzoo.teach.tasks.rules import diagnose, repair
 from bugzoo.teach.tasks.runner import ScriptProcess
+
+HARMLESS_VERDICTS = ROOT / "results" / "harmless.csv"  # bugzoo task harmless writes it
 
 
 def _write(submission: Path, script: Path, answer: dict[str, str], text: str | None = None
@@ -59,12 +66,23 @@ def harmless_changes(model: str) -> dict[str, list[tuple[str, str]]]:
             if delta.patch and not delta.settings and "label_smoothing" not in name}
 
 
+def proven_harmless(model: str) -> list[str]:
+    """The changes of ``model`` that ``bugzoo task harmless`` found harmless on its clean
+    script (``results/harmless.csv``), which ``oracle_variant`` draws from."""
+    if not HARMLESS_VERDICTS.is_file():
+        raise UsageError(f"oracle_variant draws only changes proven harmless, and "
+                         f"{HARMLESS_VERDICTS} does not exist: run `bugzoo task harmless`")
+    verdicts = pd.read_csv(HARMLESS_VERDICTS)
+    return sorted(verdicts.loc[(verdicts["model"] == model) & verdicts["harmless"], "change"])
+
+
 def oracle_variant(task: Path, key: Path, submission: Path) -> Path:
     answer = json.loads((key / "key.json").read_text())
     text = (key / "fixed.py").read_text()
+    proven = proven_harmless(answer["model"])
     changes = {name: [tuple(Template(s).safe_substitute(answer["settings"]) for s in edit)
                       for edit in edits]
-               for name, edits in harmless_changes(answer["model"]).items()}
+               for name, edits in harmless_changes(answer["model"]).items() if name in proven}
     # the ones whose text the fixed script holds (a fix with a feature of its own, such as
     # gradient accumulation, may have rewritten a line another change edits)
     fitting = sorted(name for name, edits in changes.items()
@@ -92,6 +110,8 @@ def rules(task: Path, key: Path, submission: Path) -> Path:
         applied) or "no known fix matched"}, text)
 
 
+# what a solver reads beside its task and key, per model: it joins the solver's grade keys
+SOLVER_INPUTS: dict[str, Callable[[str], object]] = {"oracle_variant": proven_harmless}
 SOLVERS: dict[str, Callable[[Path, Path, Path], Path]] = {
     "noop": noop, "oracle": oracle, "oracle_variant": oracle_variant, "rules": rules,
     "key_reader": key_reader, "template_reader": template_reader}  # the last two: cheats
