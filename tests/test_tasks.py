@@ -260,6 +260,17 @@ def test_oracle_variant_picks_its_change_by_scenario_so_renumbering_keeps_it(tas
     assert (first / "train.py").read_text() != (key / "fixed.py").read_text()
 
 
+
+def mlp_key(folder: Path, scenario: str, category: str) -> Path:
+    """A task key for an mlp scenario: its fixed script and answer, under ``folder/key``."""
+    key = folder / "key"
+    key.mkdir()
+    (key / "fixed.py").write_text(render(scenario)["fixed"])
+    (key / "key.json").write_text(json.dumps({"model": "mlp", "scenario": scenario,
+                                              "settings": {}, "category": category,
+                                              "bug": scenario.removeprefix("mlp-")}))
+    return key
+
 def test_oracle_variant_takes_a_change_the_fixed_script_still_holds(tmp_path, monkeypatch):
     """A fix with a feature of its own (gradient accumulation) rewrites the line the clipping
     change edits: the solver picks among the changes that fit instead of failing."""
@@ -273,12 +284,7 @@ def test_oracle_variant_takes_a_change_the_fixed_script_still_holds(tmp_path, mo
     other = "wide" if zlib.crc32(scenario.encode()) % 2 == 0 else "batch16"
     monkeypatch.setattr(solvers, "harmless_changes",
                         lambda model: {name: real[name] for name in ("clip1", other)})
-    key = tmp_path / "key"
-    key.mkdir()
-    (key / "fixed.py").write_text(render(scenario)["fixed"])
-    (key / "key.json").write_text(json.dumps({"model": "mlp", "scenario": scenario,
-                                              "settings": {}, "category": "optim",
-                                              "bug": "scheduler_per_microbatch"}))
+    key = mlp_key(tmp_path, scenario, "optim")
     assert "        loss.backward()\n" not in (key / "fixed.py").read_text()
     for name in ("a", "b"):  # the same change each time
         variant = oracle_variant(tmp_path / "task", key, tmp_path / name)
@@ -296,12 +302,7 @@ def test_oracle_variant_draws_only_changes_the_grader_found_harmless(tmp_path, m
     from bugzoo.teach.tasks import solvers
 
     scenario = "mlp-double_softmax"
-    key = tmp_path / "key"
-    key.mkdir()
-    (key / "fixed.py").write_text(render(scenario)["fixed"])
-    (key / "key.json").write_text(json.dumps({"model": "mlp", "scenario": scenario,
-                                              "settings": {}, "category": "architecture",
-                                              "bug": "double_softmax"}))
+    key = mlp_key(tmp_path, scenario, "architecture")
     verdicts = tmp_path / "harmless.csv"
     names = sorted(solvers.harmless_changes("mlp"))
     pd.DataFrame({"model": "mlp", "change": names,
