@@ -38,6 +38,7 @@ from bugzoo.judge.committed_keys import check_checkout
 from bugzoo.judge.rekey import rekeyed_lines, replace_file
 from bugzoo.judge.tables import markdown
 from bugzoo.paths import PACKAGE
+from bugzoo.scenarios import get_scenario
 
 log = logging.getLogger(__name__)
 PROOFS = "provenance.csv"
@@ -197,11 +198,14 @@ def prove_unstored(scenarios: list[str], against: Path, old_keys: dict[str, str]
     """Prove scenarios that have no stored runs (a validity row's control, a healthy variant
     the trace set leaves out) by one seed under both checkouts; ``old_keys`` takes the keys
     ``against`` gives the proven ones."""
+    rows = [{"scenario": s, "proven": False,
+             "why": "a distributed run cannot be made in one process"}
+            for s in scenarios if get_scenario(s).world_size > 1]
+    scenarios = [s for s in scenarios if get_scenario(s).world_size == 1]
     runs = [(s, 0, True) for s in scenarios]
     log.info("%d scenarios of the validity rows have no stored runs; each under both checkouts",
              len(runs))
     before, after = run_halves(against, runs), run_halves(PACKAGE.parent, runs)
-    rows = []
     for at, scenario in enumerate(scenarios):
         old, new = before["digests"][at], after["digests"][at]
         if old is None or old != new:
