@@ -267,8 +267,9 @@ def carry(traces: Path, stored: pd.DataFrame, proven: pd.DataFrame) -> None:
 
 def main(argv: list[str]) -> int:
     p = ArgumentParser(prog="bugzoo results provenance",
-                       description="prove: " + __doc__.splitlines()[0].partition(": ")[2] +
-                       "; rekey: " + rekey.__doc__.splitlines()[0].partition(": ")[2])
+                       description="; ".join(
+                           f"{action}: {doc.splitlines()[0].partition(': ')[2].rstrip('.')}"
+                           for action, doc in (("prove", __doc__), ("rekey", rekey.__doc__))))
     p.add_argument("action", choices=["prove", "rekey"])
     p.add_argument("--against", type=Path, metavar="CHECKOUT",
                    help="a checkout of the code that made the stored results (rekey: "

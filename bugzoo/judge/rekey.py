@@ -1,5 +1,4 @@
-"""``bugzoo results provenance rekey``: carry every committed result across a change of the key
-scheme itself.
+"""``bugzoo results provenance rekey``: carry every committed result across a key-scheme change.
 
 A key names what a result's computation read (:mod:`bugzoo.provenance`); a change to how keys
 are found (following less of a module, say) moves keys while no result's code changed. Where
