@@ -124,9 +124,16 @@ def stamp() -> str:
     return f"{RELEASE} (digest {digest()})"
 
 
+def write_manifest(path: Path = MANIFEST) -> None:
+    """Write this checkout's manifest to ``path``, atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(manifest(), indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)
+
+
 def main() -> int:
-    MANIFEST.parent.mkdir(parents=True, exist_ok=True)
-    MANIFEST.write_text(json.dumps(manifest(), indent=1, sort_keys=True) + "\n")
+    write_manifest()
     print(f"wrote {MANIFEST}: {stamp()}")
     return 0
 

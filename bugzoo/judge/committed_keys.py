@@ -52,7 +52,6 @@ print(json.dumps({
 """
 
 
-
 def collect(tree: Path, results: Path = RESULTS) -> dict:
     """Every key of the results committed in ``results`` as the checkout at ``tree`` computes
     them, in a fresh interpreter."""

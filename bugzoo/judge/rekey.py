@@ -12,7 +12,6 @@ compute was stale before the change and is left as it was, for its ``--changed``
 from __future__ import annotations
 
 import filecmp
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -30,7 +29,8 @@ TASK_INDEX = Path("keys") / "index.csv"  # a task set folder's rows, keyed as ta
 
 
 def differing_files(old: Path, new: Path) -> list[str]:
-    """The files that decide results (:data:`~bugzoo.judge.committed_keys.DECIDING`) that differ between two checkouts (caches left out)."""
+    """The files deciding results (:data:`~bugzoo.judge.committed_keys.DECIDING`) that differ
+    between two checkouts (caches left out)."""
     def walk(left: Path, right: Path, prefix: str) -> list[str]:
         compared = filecmp.dircmp(left, right, ignore=["__pycache__"])
         found = [f"{prefix}{name}" for name in compared.left_only + compared.right_only +
@@ -121,6 +121,5 @@ def rekey(old: Path, results: Path = RESULTS, task_set: Path | None = None) -> p
         replace_file(path, text)
     traceset.rewrite_runs(traces, runs.assign(key=rekeyed.astype(runs["key"].dtype)))
     release.live_manifest.cache_clear()
-    replace_file(results / release.MANIFEST.name,
-             json.dumps(release.manifest(), indent=1, sort_keys=True) + "\n")
+    release.write_manifest(results / release.MANIFEST.name)
     return pd.DataFrame(rows)
