@@ -28,7 +28,7 @@ import importlib
 from importlib import metadata
 from typing import TYPE_CHECKING
 
-__version__ = "1.6.0"
+__version__ = "2.0.0"
 
 
 def versions() -> str:

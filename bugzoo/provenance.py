@@ -147,6 +147,9 @@ class Codebase:
     package: str = "bugzoo"
     # what names and stamps results is about them, not part of them: never followed
     unfollowed: tuple[str, ...] = ("bugzoo.provenance", "bugzoo.release")
+    # the version names what made a result (stamps, cache folders), and the code it names is
+    # hashed itself: a version bump alone moves no key
+    unfollowed_definitions: tuple[Unit, ...] = (("bugzoo", "__version__"),)
 
     def key(self, *entries: str, cut_keywords: Iterable[str] = ()) -> str:
         """The hash of the code reached from ``entries`` (``module`` or ``module:name``);
@@ -169,7 +172,7 @@ class Codebase:
         todo = self._entry_units(entry)
         while todo:
             unit = todo.pop()
-            if unit in seen:
+            if unit in seen or unit in self.unfollowed_definitions:
                 continue
             seen.add(unit)
             todo += self._references(unit)

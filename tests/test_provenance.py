@@ -141,6 +141,12 @@ def test_a_comment_or_docstring_in_the_telemetry_or_a_bug_moves_no_key(package_c
     assert keys() == before
 
 
+def test_a_version_bump_moves_no_key(package_copy):
+    _, edit, keys, before = package_copy
+    edit("__init__.py", '__version__ = "', '__version__ = "9')  # stamps and cache folders read it
+    assert keys() == before
+
+
 def test_a_behaviour_edit_in_summarize_moves_the_runs_and_validity_rows_it_decides(
         package_copy):
     _, edit, keys, before = package_copy
