@@ -208,11 +208,12 @@ def test_the_published_board_is_its_published_outcomes_scored():
     import io
     from pathlib import Path
 
-    from bugzoo.judge.scoring import OVERHEAD_FILE, PUBLISHED_OUTCOMES, leaderboard
+    from bugzoo.judge.scoring import OVERHEAD_FILE, PUBLISHED_OUTCOMES, board_inputs, leaderboard
 
     results = Path(__file__).resolve().parents[1] / "results"
     outcomes = pd.read_parquet(results / PUBLISHED_OUTCOMES)
-    board = leaderboard(outcomes, pd.read_csv(results / OVERHEAD_FILE))
+    _, runs, decoys = board_inputs(outcomes)
+    board = leaderboard(runs, pd.read_csv(results / OVERHEAD_FILE), decoys=decoys)
     pd.testing.assert_frame_equal(pd.read_csv(io.StringIO(board.to_csv(index=False))),
                                   pd.read_csv(results / "leaderboard.csv"))
     split = pd.read_json(results / "split.json", typ="series")

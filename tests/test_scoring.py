@@ -209,9 +209,11 @@ def test_suites_take_the_first_alarm_and_call_a_split_diagnosis_ambiguous(tmp_pa
     assert suite.loc["buggy", "diagnosed"] == False  # noqa: E712
     assert suite.loc["buggy", "outcome"] == "hit"  # the baseline's step 0 ignored
     assert suite.loc["control", "outcome"] == "false_alarm"
-    identities = {d: (s["role"], s["scope"], s["distribution"]) for d, s in watch.items()}
+    identities = {d: (s["role"], s["scope"], s["distribution"], d in ("picky", "quiet"))
+                  for d, s in watch.items()}  # picky and quiet scored sealed
     assert outcomes.form_suites(identities) == {
-        "suite: built-ins": ["loud", "picky", "quiet"], "suite: generic": ["loud", "quiet"],
+        "suite: built-ins": ["loud", "picky", "quiet"], "suite: sealed": ["picky", "quiet"],
+        "suite: generic": ["loud", "quiet"],
         "suite: built-ins + tools": ["loud", "picky", "quiet", "tool"]}
 
 

@@ -29,7 +29,7 @@ OUT_OF_SAMPLE_FILE = "out_of_sample.md"
 OUT_OF_SAMPLE_FIGURE = "out_of_sample.png"
 OUT_OF_SAMPLE_TABLE = "out_of_sample.csv"  # both boards, a row per detector and set of bugs
 DETECTORS_DIR = Path(__file__).resolve().parents[2] / "detectors"
-SUITES = ("suite: built-ins", "suite: generic")
+SUITES = ("suite: built-ins", "suite: sealed", "suite: generic")
 # models that joined after ``TUNED_ON``: the detectors were tuned before they existed
 UNSEEN_MODELS = ("gpt",)
 

@@ -26,10 +26,13 @@ from bugzoo.registry import OWN_DISTRIBUTION
 from bugzoo.scenarios import registry
 
 # Suites count a run as caught by the first alarm of any member: bugzoo's own detectors of the
-# roles and scopes each names (baselines and outside plug-ins are never members).
-SUITES = {"suite: built-ins": (("heuristic",), ("generic", "targeted")),
-          "suite: generic": (("heuristic",), ("generic",)),
-          "suite: built-ins + tools": (("heuristic", "tool"), ("generic", "targeted"))}
+# roles and scopes each names (baselines and outside plug-ins are never members), and for
+# "suite: sealed" only those whose rows were scored sealed, the part of the suite that no
+# training process can inform.
+SUITES = {"suite: built-ins": (("heuristic",), ("generic", "targeted"), False),
+          "suite: sealed": (("heuristic",), ("generic", "targeted"), True),
+          "suite: generic": (("heuristic",), ("generic",), False),
+          "suite: built-ins + tools": (("heuristic", "tool"), ("generic", "targeted"), False)}
 AMBIGUOUS = "ambiguous"
 # how a detector's row was scored: inside the training process it judged, trusted not to look
 # where it should not; sealed rows say "sealed (<confinement>)" (:mod:`bugzoo.judge.sealed`)
@@ -265,23 +268,26 @@ def suite_outcomes(table: pd.DataFrame, name: str, members: set[str]) -> pd.Data
     return suite.reset_index().drop(columns=["_quiet", "_order"])[list(table.columns)]
 
 
-def form_suites(identities: dict[str, tuple[str, str, str]]) -> dict[str, list[str]]:
-    """The suites that detectors given as ``name -> (role, scope, distribution)`` form: for
-    each of ``SUITES``, bugzoo's own detectors of its roles and scopes, when there are two or
-    more of them and they are not the members of a suite already formed."""
+def form_suites(identities: dict[str, tuple[str, str, str, bool]]) -> dict[str, list[str]]:
+    """The suites that detectors given as ``name -> (role, scope, distribution, sealed)``
+    form: for each of ``SUITES``, bugzoo's own detectors of its roles and scopes (scored
+    sealed, where it says so), when there are two or more of them and they are not the
+    members of a suite already formed."""
     suites: dict[str, list[str]] = {}
-    for name, (roles, scopes) in SUITES.items():
-        members = sorted(d for d, (role, scope, dist) in identities.items()
-                         if dist == OWN_DISTRIBUTION and role in roles and scope in scopes)
+    for name, (roles, scopes, sealed_only) in SUITES.items():
+        members = sorted(d for d, (role, scope, dist, sealed) in identities.items()
+                         if dist == OWN_DISTRIBUTION and role in roles and scope in scopes
+                         and (sealed or not sealed_only))
         if len(members) > 1 and members not in suites.values():
             suites[name] = members
     return suites
 
 
 def suite_members(detectors: list[str]) -> dict[str, list[str]]:
-    """The suites that installed ``detectors`` form (see :func:`form_suites`)."""
-    return form_suites({d: (role_of(d), detector_class(d).scope, DETECTORS.provider(d)[0])
-                        for d in detectors})
+    """The suites that installed ``detectors`` form in a training process, where no detector
+    is scored sealed (see :func:`form_suites`)."""
+    return form_suites({d: (role_of(d), detector_class(d).scope, DETECTORS.provider(d)[0],
+                            False) for d in detectors})
 
 
 def with_suites(table: pd.DataFrame, label: str = "") -> pd.DataFrame:
@@ -290,8 +296,10 @@ def with_suites(table: pd.DataFrame, label: str = "") -> pd.DataFrame:
     that holds suite rows already is returned as it is, so each board may ask for them."""
     if (table["role"] == "suite").any():
         return table
-    identities = table.groupby("detector")[["role", "scope", "distribution"]].first()
-    suites = form_suites({d: (r.role, r.scope, r.distribution)
+    identities = table.assign(
+        sealed=table["scored"].fillna("").str.startswith("sealed") if "scored" in table
+        else False).groupby("detector")[["role", "scope", "distribution", "sealed"]].first()
+    suites = form_suites({d: (r.role, r.scope, r.distribution, bool(r.sealed))
                           for d, r in identities.iterrows()})
     return pd.concat([table, *(suite_outcomes(table, f"{name}{label}", set(members))
                                for name, members in suites.items())], ignore_index=True)

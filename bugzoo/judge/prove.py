@@ -258,7 +258,8 @@ def carry(traces: Path, stored: pd.DataFrame, proven: pd.DataFrame) -> None:
     stored = stored.assign(key=stored["scenario"].map(keys).fillna(stored["key"]).astype(
         stored["key"].dtype))
     path = traces / PROOFS  # the proofs first: a carried key never lacks its proof
-    earlier = pd.read_csv(path) if path.is_file() else pd.DataFrame()
+    earlier = (pd.read_csv(path, dtype={"old_key": str, "key": str}) if path.is_file()
+               else pd.DataFrame())
     kept = earlier[~earlier["scenario"].isin(keys)] if len(earlier) else earlier
     table = pd.concat([kept, proven.drop(columns=["proven", "why"])], ignore_index=True)
     table.sort_values("scenario").to_csv(path, index=False)

@@ -32,15 +32,17 @@ from bugzoo.harness.sweep import parse_seeds, plan_runs, select_scenarios
 from bugzoo.judge.bench import BENCH_SEEDS
 from bugzoo.judge.lite import frozen_scenarios
 from bugzoo.judge.outcomes import with_suites
-from bugzoo.judge.scoring import HEALTHY_LIMIT, apart_kind, detector_row, silent
+from bugzoo.judge.scoring import HEALTHY_LIMIT, apart_kind, detector_row, silent, without_honeypots
 from bugzoo.judge.validity import ENTROPY_MARGIN, GENERATION_MARGIN
 from bugzoo.paths import PACKAGE
+from bugzoo.release import RELEASE
 
 ROOT = PACKAGE.parent
 PAGES = ("README.md", *sorted(str(p.relative_to(ROOT)) for p in
                               (ROOT / "docs" / "pages").glob("*.md")))
 FIGURE = re.compile(r"<!--fig:([^>(]+)\(([^)]*)\)-->([^\n]*?)<!--/fig-->")
 SUITE = "suite: built-ins"
+PREVIOUS_BOARD = "1.5"  # the board of the release before, in history/, that "release" compares
 
 
 class Results:
@@ -71,8 +73,8 @@ class Results:
     @functools.cache  # noqa: B019
     def suite(self, kind: str = "") -> pd.DataFrame:
         """The suite's outcomes on the headline's silent bugs (``kind`` "") or on the bugs
-        visible at setup (``"visible"``)."""
-        table = self.outcomes()
+        visible at setup (``"visible"``), decoy pairs left out as the boards leave them."""
+        table = without_honeypots(self.outcomes())[0]
         table = silent(table) if not kind else table[apart_kind(table) == kind]
         return table[table["detector"] == SUITE]
 
@@ -161,6 +163,14 @@ def out_of_sample_models(r: Results, models: str, column: str) -> str:
 def heuristics(r: Results) -> str:
     """How many heuristics the headline board holds."""
     return str(int((r.csv("leaderboard.csv")["role"] == "heuristic").sum()))
+
+
+@figure
+def sealed_heuristics(r: Results) -> str:
+    """How many of the headline board's heuristics were scored sealed."""
+    board = r.csv("leaderboard.csv")
+    return str(int(((board["role"] == "heuristic")
+                    & board["scored"].fillna("").str.startswith("sealed")).sum()))
 
 
 @figure
@@ -253,9 +263,11 @@ def lite_agreement(r: Results, what: str) -> str:
 
 
 @figure
-def lite_honeypots(r: Results) -> str:
-    """What the Lite board's honeypot column says, in words."""
-    scores = r.csv("lite/leaderboard.csv")["honeypot_score"].dropna()
+def honeypots(r: Results, board: str) -> str:
+    """What a board's honeypot column (``board``: a name of ``BOARDS``) says, in words."""
+    if board not in BOARDS:
+        raise unknown_choice("board", board, BOARDS)
+    scores = r.csv(BOARDS[board])["honeypot_score"].dropna()
     above = int((scores != 0).sum())
     return ("every detector's honeypot score is 0.00" if not above else
             f"{above} of {len(scores)} detectors' honeypot scores are not 0.00")
@@ -564,6 +576,7 @@ def headline_table(r: Results) -> str:
     return "\n".join([
         "| | this board (test split, paired) |", "|---|---|",
         f"| `{SUITE}`, score | {interval(suite, 'score')} |",
+        f"| `suite: sealed`, score | {interval(b.loc['suite: sealed'], 'score')} |",
         f"| `suite: generic`, score | {interval(b.loc['suite: generic'], 'score')} |",
         f"| `{SUITE}`, recall | {interval(suite, 'recall')} ({int(suite['hits'])} "
         f"hits of {judged} judged pairs, {int(suite['early'])} early) |",
@@ -592,6 +605,24 @@ def moves_table(r: Results) -> str:
     return "\n".join(rows)
 
 
+def release_table(r: Results) -> str:
+    """The suites on this board beside the previous release's board (``PREVIOUS_BOARD``)."""
+    old = r.csv(f"history/leaderboard-{PREVIOUS_BOARD}.csv").set_index("detector")
+    new = r.csv("leaderboard.csv").set_index("detector")
+    rows = [f"| | {PREVIOUS_BOARD}: in-process | {RELEASE.split()[-1]}: as scored |",
+            "|---|---|---|"]
+    for suite in ("suite: built-ins", "suite: sealed", "suite: generic"):
+        rows.append(f"| `{suite}`, scored | "
+                    f"{old.loc[suite, 'scored'] if suite in old.index and 'scored' in old else '–'}"
+                    f" | {new.loc[suite, 'scored']} |")
+        for key, label in (("score", "score"), ("recall", "recall"),
+                           ("matched_false_alarm_rate", "control alarms"),
+                           ("healthy_false_alarm_rate", "healthy false alarms")):
+            before = interval(old.loc[suite], key) if suite in old.index else "–"
+            rows.append(f"| `{suite}`, {label} | {before} | {interval(new.loc[suite], key)} |")
+    return "\n".join(rows)
+
+
 def out_of_sample_table(r: Results) -> str:
     """The out-of-sample table of the scoring page: the bugs the detectors were tuned on, every
     later bug, and each later release's apart."""
@@ -614,7 +645,8 @@ def out_of_sample_table(r: Results) -> str:
 
 
 BLOCKS: dict[str, Callable[[Results], str]] = {
-    "headline": headline_table, "moves": moves_table, "out-of-sample": out_of_sample_table}
+    "headline": headline_table, "moves": moves_table, "release": release_table,
+    "out-of-sample": out_of_sample_table}
 
 
 # ---------------------------------------------------------------------------- filling pages

@@ -548,6 +548,17 @@ def with_rows_beside(table: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
                      ignore_index=True)
 
 
+def board_inputs(table: pd.DataFrame, suite_label: str = ""
+                 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """What the boards of an outcome ``table`` score: its real runs with the setup reader's
+    rows, those runs with the suites' rows (made once: each board reads them), and the decoy
+    pairs apart, for the honeypot column."""
+    table, decoys = without_honeypots(table)
+    if SETUP_READER not in set(table["detector"]):
+        table = pd.concat([table, setup_reader_rows(table)], ignore_index=True)
+    return table, with_suites(table, suite_label), decoys
+
+
 def write_boards(table: pd.DataFrame, overhead: pd.DataFrame | None, made_in: Path,
                  command: str, folders: list[Path], suite_label: str = "",
                  compare: bool = True) -> str:
@@ -556,10 +567,7 @@ def write_boards(table: pd.DataFrame, overhead: pd.DataFrame | None, made_in: Pa
     leaderboard.md, .csv and the other tables into each of ``folders``; return the Markdown.
     ``suite_label`` names suites that are not whole (a replay's). ``compare``: add each
     detector's line beside the published board (off when this board is the published one)."""
-    table, decoys = without_honeypots(table)
-    if SETUP_READER not in set(table["detector"]):
-        table = pd.concat([table, setup_reader_rows(table)], ignore_index=True)
-    runs = with_suites(table, suite_label)  # once: each board below reads the suites' rows
+    table, runs, decoys = board_inputs(table, suite_label)
     board = leaderboard(runs, overhead, suite_label, decoys)
     loud, unproven, visible = (apart_board(runs, kind, suite_label) for kind in APART_KINDS)
     effects = unproven_effects(table)

@@ -326,7 +326,9 @@ def carried_rows(out_dir: Path, chosen: list[str], seeds: list[int],
     tables = {}
     for name in ("validity", "health", "language"):
         path = out_dir / f"{name}.csv"
-        table = pd.read_csv(path) if path.is_file() else pd.DataFrame(columns=["key"])
+        # a key is text: one of hex digits alone must not read back as a number
+        table = (pd.read_csv(path, dtype={"key": str}) if path.is_file()
+                 else pd.DataFrame(columns=["key"]))
         if "key" not in table:
             raise UsageError(f"{path} has no key column (written before --changed existed): "
                              "run a full `bugzoo results validate` once")

@@ -30,7 +30,7 @@ import torch
 from tqdm import tqdm
 
 from bugzoo.detector_registry import load_detector
-from bugzoo.errors import ArgumentParser
+from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness.processes import worker_context
 from bugzoo.harness.store import ensure_writable
 from bugzoo.integrations.recorder import ALARMS_FILE, DEFAULT_DETECTORS, sealed_detectors
@@ -210,11 +210,20 @@ def main(argv: list[str]) -> int:
                    help="where watch.md, watch.csv and watch_times.csv go (default: results)")
     p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--report-only", action="store_true",
+                   help="measure nothing: write watch.md again from the CSVs in --out (the "
+                        "board it sets them beside has moved)")
     args = p.parse_args(argv)
     out = ensure_writable(args.out)
-    rows, times = measure(args.workers, not args.no_progress)
-    rows.to_csv(out / "watch.csv", index=False)
-    times.to_csv(out / "watch_times.csv", index=False)
+    if args.report_only:
+        if not (out / "watch.csv").is_file() or not (out / "watch_times.csv").is_file():
+            raise UsageError(f"--report-only needs {out / 'watch.csv'} and watch_times.csv: "
+                             f"run `{COMMAND}` once")
+        rows, times = pd.read_csv(out / "watch.csv"), pd.read_csv(out / "watch_times.csv")
+    else:
+        rows, times = measure(args.workers, not args.no_progress)
+        rows.to_csv(out / "watch.csv", index=False)
+        times.to_csv(out / "watch_times.csv", index=False)
     (out / "watch.md").write_text(report(rows, times, COMMAND))
     print(f"wrote {out / 'watch.md'}")
     return 0
