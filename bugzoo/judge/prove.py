@@ -3,7 +3,8 @@
 A run's key moves with any change of the code it reaches, a refactor too. This proves such a
 change neutral instead of remaking every run: for each scenario of a trace set whose runs do
 not hold today's key, one stored seed is run again by today's code on this machine, in the
-same configuration (its buggy run and its disarmed twin, or its one healthy run). Where every
+same configuration (its buggy run and its disarmed twin, or its one healthy run; a
+distributed scenario's ranks started as a sweep starts them). Where every
 trace digest equals the stored run's, the scenario is proven. Where one differs (runs made on
 another machine's kernels round differently) and ``--against`` names a checkout of the code
 that made them (``git worktree add ../base <rev>``), the same runs are made under it too, and
@@ -11,9 +12,8 @@ the scenario is proven where both checkouts agree. A proven scenario's stored ru
 today's key, and the proof joins ``provenance.csv`` beside the trace set. The validity, health
 and language rows beside the trace set (a results folder) are carried with them: a row whose
 key is the one its scenarios' stored runs gave it, and whose scenarios all now hold today's
-key, takes today's key. Where a run cannot be made in one process (a distributed scenario),
-or the traces differ, the runs keep their key and are remade by the next ``bugzoo results
-traces export --keep-unchanged``.
+key, takes today's key. Where the traces differ, the runs keep their key and are remade by
+the next ``bugzoo results traces export --keep-unchanged``.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from bugzoo.judge.committed_keys import check_checkout
 from bugzoo.judge.rekey import rekeyed_lines, replace_file
 from bugzoo.judge.tables import markdown
 from bugzoo.paths import PACKAGE
-from bugzoo.scenarios import get_scenario
 
 log = logging.getLogger(__name__)
 PROOFS = "provenance.csv"
@@ -120,12 +119,7 @@ def prove(traces: Path, against: Path | None, patterns: list[str] | None = None,
                    if s in chosen and key is not None and made_by[s] != {key})
     rows, to_run = [], {}
     for scenario in stale:
-        mine = stored[stored["scenario"] == scenario]
-        if (mine["world_size"].fillna(1) > 1).any():
-            rows.append({"scenario": scenario, "proven": False,
-                         "why": "a distributed run cannot be made in one process"})
-        else:
-            to_run[scenario] = proof_runs(mine)
+        to_run[scenario] = proof_runs(stored[stored["scenario"] == scenario])
     log.info("%d stale scenarios; %d runs under today's code",
              len(stale), sum(map(len, to_run.values())))
     after = run_halves(PACKAGE.parent, [run for runs in to_run.values() for run in runs])
@@ -198,10 +192,7 @@ def prove_unstored(scenarios: list[str], against: Path, old_keys: dict[str, str]
     """Prove scenarios that have no stored runs (a validity row's control, a healthy variant
     the trace set leaves out) by one seed under both checkouts; ``old_keys`` takes the keys
     ``against`` gives the proven ones."""
-    rows = [{"scenario": s, "proven": False,
-             "why": "a distributed run cannot be made in one process"}
-            for s in scenarios if get_scenario(s).world_size > 1]
-    scenarios = [s for s in scenarios if get_scenario(s).world_size == 1]
+    rows = []
     runs = [(s, 0, True) for s in scenarios]
     log.info("%d scenarios of the validity rows have no stored runs; each under both checkouts",
              len(runs))
