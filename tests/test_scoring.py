@@ -215,6 +215,15 @@ def test_suites_take_the_first_alarm_and_call_a_split_diagnosis_ambiguous(tmp_pa
         "suite: built-ins": ["loud", "picky", "quiet"], "suite: sealed": ["picky", "quiet"],
         "suite: generic": ["loud", "quiet"],
         "suite: built-ins + tools": ["loud", "picky", "quiet", "tool"]}
+    # the same from the rows: a suite of the rows scored sealed, which alarms at picky's step
+    rows = outcomes.outcomes(root / "sw")
+    rows["scored"] = rows["detector"].map(
+        lambda d: outcomes.sealed_label("namespaces") if d in ("picky", "quiet")
+        else outcomes.IN_PROCESS)
+    sealed = outcomes.with_suites(rows).query("detector == 'suite: sealed'").set_index("run_role")
+    assert sealed.loc["buggy", "alarm_step"] == 5 and sealed.loc["buggy", "scored"] == (
+        "sealed (namespaces)")
+    assert sealed.loc["control", "outcome"] != "false_alarm"  # loud alarmed there, not them
 
 
 def test_one_scenarios_runs_made_by_different_code_are_not_scored_together(sweep, capsys):

@@ -33,10 +33,21 @@ SUITES = {"suite: built-ins": (("heuristic",), ("generic", "targeted"), False),
           "suite: sealed": (("heuristic",), ("generic", "targeted"), True),
           "suite: generic": (("heuristic",), ("generic",), False),
           "suite: built-ins + tools": (("heuristic", "tool"), ("generic", "targeted"), False)}
-AMBIGUOUS = "ambiguous"
+AMBIGUOUS = "ambiguous"  # a suite's diagnosis when members name different causes at one step
 # how a detector's row was scored: inside the training process it judged, trusted not to look
 # where it should not; sealed rows say "sealed (<confinement>)" (:mod:`bugzoo.judge.sealed`)
-IN_PROCESS = "in-process (trusted)"  # a suite's diagnosis when members name different causes at one step
+IN_PROCESS = "in-process (trusted)"
+SEALED = "sealed"
+
+
+def sealed_label(confinement: str) -> str:
+    """How a row scored sealed says so: ``sealed (<confinement>)``."""
+    return f"{SEALED} ({confinement})"
+
+
+def scored_sealed(scored: pd.Series) -> pd.Series:
+    """Which rows' ``scored`` column says they were scored sealed."""
+    return scored.fillna("").str.startswith(SEALED)
 
 
 def run_role(summary: dict) -> str:
@@ -297,8 +308,7 @@ def with_suites(table: pd.DataFrame, label: str = "") -> pd.DataFrame:
     if (table["role"] == "suite").any():
         return table
     identities = table.assign(
-        sealed=table["scored"].fillna("").str.startswith("sealed") if "scored" in table
-        else False).groupby("detector")[["role", "scope", "distribution", "sealed"]].first()
+        sealed=scored_sealed(table["scored"]) if "scored" in table else False).groupby("detector")[["role", "scope", "distribution", "sealed"]].first()
     suites = form_suites({d: (r.role, r.scope, r.distribution, bool(r.sealed))
                           for d, r in identities.iterrows()})
     return pd.concat([table, *(suite_outcomes(table, f"{name}{label}", set(members))

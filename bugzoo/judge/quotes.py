@@ -31,7 +31,7 @@ from bugzoo.errors import ArgumentParser, UsageError, unknown_choice
 from bugzoo.harness.sweep import parse_seeds, plan_runs, select_scenarios
 from bugzoo.judge.bench import BENCH_SEEDS
 from bugzoo.judge.lite import frozen_scenarios
-from bugzoo.judge.outcomes import with_suites
+from bugzoo.judge.outcomes import scored_sealed, with_suites
 from bugzoo.judge.scoring import HEALTHY_LIMIT, apart_kind, detector_row, silent, without_honeypots
 from bugzoo.judge.validity import ENTROPY_MARGIN, GENERATION_MARGIN
 from bugzoo.paths import PACKAGE
@@ -170,7 +170,7 @@ def sealed_heuristics(r: Results) -> str:
     """How many of the headline board's heuristics were scored sealed."""
     board = r.csv("leaderboard.csv")
     return str(int(((board["role"] == "heuristic")
-                    & board["scored"].fillna("").str.startswith("sealed")).sum()))
+                    & scored_sealed(board["scored"])).sum()))
 
 
 @figure

@@ -34,7 +34,7 @@ from bugzoo.harness import sandbox, store
 from bugzoo.harness.record import DetectorStatus
 from bugzoo.harness.sandbox import read_message, write_message
 from bugzoo.harness.traceset import StoredRun, is_traceset, stored_runs
-from bugzoo.judge.outcomes import judge_run
+from bugzoo.judge.outcomes import judge_run, sealed_label
 from bugzoo.telemetry import LAYER_COLUMNS, LAYERS
 from bugzoo.trace import RECORD_FIELDS, RunFacts
 
@@ -185,7 +185,7 @@ def statuses_of(reply: dict, names: list[str], confinement: str) -> dict[str, di
                 error=failed.get(name) or reply.get("error") or "no status returned",
                 role=cls.role, scope=cls.scope, distribution=distribution,
                 version=version).as_dict()
-        out[name] = {**status, "scored": f"sealed ({confinement})"}
+        out[name] = {**status, "scored": sealed_label(confinement)}
     return out
 
 
