@@ -351,8 +351,8 @@ def check_run_config(cfg: DictConfig) -> None:
             raise UsageError(f"harness.{key} must be a positive integer, got {value!r}")
     if h.steps > 1_000_000:
         raise UsageError(f"harness.steps={h.steps} is absurd (at most 1000000)")
-    if not isinstance(cfg.seed, int) or isinstance(cfg.seed, bool) or not 0 <= cfg.seed < 2**63:
-        raise UsageError(f"seed must be an integer in [0, 2**63), got {cfg.seed!r}")
+    if not isinstance(cfg.seed, int) or isinstance(cfg.seed, bool) or not 0 <= cfg.seed < 2**32:
+        raise UsageError(f"seed must be an integer in [0, 2**32), got {cfg.seed!r}")
     for key in ("lr", "eps", "weight_decay"):
         value = cfg.optim.get(key)
         bad = not isinstance(value, int | float) or isinstance(value, bool) or not value >= 0

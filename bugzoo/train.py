@@ -37,7 +37,7 @@ IGNORE = -100  # a target the loss skips (CrossEntropyLoss's ignore_index)
 def seed_everything(seed: int) -> None:
     """Seed Python, NumPy and torch (CPU and CUDA) RNGs."""
     random.seed(seed)
-    np.random.seed(seed % 2**32)  # NumPy's legacy seed takes 32 bits; a test seed has 63
+    np.random.seed(seed)
     torch.manual_seed(seed)
 
 

@@ -114,7 +114,7 @@ def test_the_test_split_draws_and_records_fresh_seeds(test_split, request):
         assert request.node.nodeid.endswith("@test_integrity:test_split"), request.node.nodeid
     split = pd.read_json(test_split / "split.json", typ="series")
     assert split["name"] == "test" and len(split["seeds"]) == 3
-    assert not set(split["seeds"]) & {0, 1, 2, 3, 4}  # not the published dev seeds (2**63 draw)
+    assert not set(split["seeds"]) & {0, 1, 2, 3, 4}  # not the published dev seeds (2**31 draw)
     summaries = pd.read_csv(test_split / "outcomes.csv")
     assert set(summaries["seed"]) == set(split["seeds"])
     assert f"seeds {', '.join(map(str, split['seeds']))}" in (

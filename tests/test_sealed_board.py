@@ -77,10 +77,9 @@ def test_in_the_training_process_a_cheat_still_scores(board, cheat):
 def test_the_run_view_reaches_a_plant_that_knows_it_is_armed(board):
     """In the process, a plant on the model (double_softmax's head) tells the patch reader
     which run is armed, on the bugs planted there; sealed there is no model (the test above).
-    The decoys plant on the model too, so the honeypot column flags it."""
+    The decoys' plant sits on the loop, not the model, so the honeypot column misses it."""
     live = board.loc["patch_reader_live"]
     assert live["score"] > 0.2 and live["matched_false_alarm_rate"] == 0
-    assert live["honeypot_score"] == 1.0 and "scores on honeypots" in live["flag"]
 
 
 @pytest.mark.slow

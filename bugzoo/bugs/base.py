@@ -272,13 +272,7 @@ def _restore_patch(owner: Any, true_home: tuple[str, str], original: Callable,
     replacement = importlib.import_module(module)
     for part in qualname.split("."):
         replacement = getattr(replacement, part)
-    return rebuilt_patch(Patch, owner, replacement, original, clock, armed)
-
-
-def rebuilt_patch(kind: type[Patch], owner: Any, replacement: Callable, original: Callable,
-                  clock: Clock | None, armed: bool) -> Patch:
-    """A patch of class ``kind`` made again from its parts, as unpickling makes it."""
-    patch = kind.__new__(kind)
+    patch = Patch.__new__(Patch)
     patch.owner, patch.clock, patch.original, patch.armed = owner, clock, original, armed
     patch.replacement = _disguised(replacement, original)
     for attribute in ("__name__", "__qualname__", "__module__", "__doc__"):

@@ -72,8 +72,8 @@ def parse_seeds(text: str) -> list[int]:
             f"--seeds takes a comma-separated list of integers, got {text!r}") from None
     if not seeds:
         raise UsageError("--seeds is empty")
-    if not 0 <= seeds[0] <= seeds[-1] < 2**63:
-        raise UsageError(f"--seeds must be integers in [0, 2**63), got {text!r}")
+    if not 0 <= seeds[0] <= seeds[-1] < 2**32:
+        raise UsageError(f"--seeds must be integers in [0, 2**32), got {text!r}")
     return seeds
 
 
@@ -129,8 +129,8 @@ class Split:
     @classmethod
     def test(cls, runs: int) -> Split:
         draw = secrets.SystemRandom()
-        return cls("test", tuple(draw.randrange(2**63) for _ in range(runs)),
-                   tuple(draw.randrange(2**63) for _ in range(runs)),
+        return cls("test", tuple(draw.randrange(2**31) for _ in range(runs)),
+                   tuple(draw.randrange(2**31) for _ in range(runs)),
                    datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"))
 
     def overrides(self, scenario: Scenario, slot: int) -> list[str]:
@@ -138,7 +138,7 @@ class Split:
         if not self.data_offsets[slot]:
             return []
         own = int((scenario.settings.get("data") or {}).get("seed", 0))
-        return [f"data.seed={(own + self.data_offsets[slot]) % 2**63}"]
+        return [f"data.seed={(own + self.data_offsets[slot]) % 2**32}"]
 
     def as_dict(self) -> dict:
         return {"name": self.name, "seeds": list(self.seeds),

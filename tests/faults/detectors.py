@@ -268,7 +268,7 @@ class CleanOracle(Cheat):
             cfg.bug = None
         else:
             cfg = compose_run([f"model={run.model_name}", f"harness.steps={run.steps}",
-                               f"seed={torch.initial_seed() % 2**63}"])
+                               f"seed={torch.initial_seed() % 2**32}"])
         losses = []
         states = torch.random.get_rng_state(), random.getstate(), np.random.get_state()
         try:
