@@ -79,6 +79,8 @@ RESULTS = {
                         "(results/coverage.md)", "bugzoo.teach.coverage:main"),
     "pages": Command("write the figures README and the guides quote from results/ (--check: "
                      "list the stale ones)", "bugzoo.judge.quotes:main", usage="[--check]"),
+    "tools": Command("write results/tools.md: the field's tools on a scored Lite sweep beside "
+                     "the suite", "bugzoo.judge.tools_page:main", usage="[--sweep DIR]"),
     "index": Command("write results/README.md: what each results file is and its command",
                      "bugzoo.judge.results_index:main"),
     "release": Command("freeze the release's manifest into results/release.json",

@@ -13,6 +13,7 @@ import pytest
 import bugzoo.judge.out_of_sample as oos
 from bugzoo.bugs import get_bug
 from bugzoo.judge.outcomes import with_suites
+from bugzoo.judge.scoring import without_honeypots
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 LATER = {"double_softmax", "missing_zero_grad", "lr_too_high"}
@@ -114,3 +115,14 @@ def test_a_plugin_bug_is_never_tuned_on_and_a_sweep_of_plugins_alone_has_its_pag
     assert boards.loc[("tuned-on", "suite: built-ins"), "bugs"] == 0
     assert "the bugs from outside the catalogue (plug-ins) were planted afterwards" in (
         tmp_path / oos.OUT_OF_SAMPLE_FILE).read_text()
+
+
+def test_the_committed_page_is_what_the_published_outcomes_make():
+    """``results/out_of_sample.md`` is written from ``results/outcomes.parquet`` (the board's
+    runs, decoy pairs left out, as publishing does), never by hand. The command and the
+    stamp are what the page says (the sweep folder that holds them is not committed)."""
+    page = (RESULTS / oos.OUT_OF_SAMPLE_FILE).read_text()
+    command = re.search(r"Regenerate with `(.*?--publish)`\. ", page).group(1)
+    stamp = re.search(r"--publish`\. (.*?)\. The built-in detectors were", page).group(1)
+    real, _ = without_honeypots(pd.read_parquet(RESULTS / "outcomes.parquet"))
+    assert oos.out_of_sample_page(real, command, stamp) == page

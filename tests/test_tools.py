@@ -10,7 +10,13 @@ import pytest
 from bugzoo_detectors.cockpit import Cockpit
 
 from bugzoo.config import compose_run
-from bugzoo.detector_registry import DETECTORS, default_detectors, unavailable
+from bugzoo.detector_registry import (
+    DETECTORS,
+    default_detectors,
+    detector_class,
+    load_detector,
+    unavailable,
+)
 from bugzoo.harness.runner import execute
 from bugzoo.telemetry import TIMING_COLUMNS
 
@@ -144,3 +150,51 @@ def test_cockpit_stands_down_on_a_model_backpack_cannot_handle():
     result = execute(compose_run(["scenario=transformer-clean", "harness.steps=3"]), [detector])
     assert "LayerNorm" in detector.stood_down
     assert result.summary["detectors"]["cockpit"]["error"] is None and result.alarms.empty
+
+
+NUMERIC_TOOLS = ["hf_overflow", "torch_grad_norm", "lightning_spikes"]
+
+
+def _pair(scenario: str, name: str):
+    """The buggy run and its disarmed twin, each watched by the tool ``name``."""
+    cfg = compose_run([f"scenario={scenario}", "seed=0"])
+    return [execute(cfg, [load_detector(name)], armed=armed) for armed in (True, False)]
+
+
+@pytest.mark.parametrize("name", NUMERIC_TOOLS)
+def test_each_field_tool_alarms_on_a_nan_from_log_of_zero_and_not_on_its_twin(name):
+    """A loss whose log reaches 0 turns every tool's signal non-finite: the buggy run alarms
+    after the onset, the twin (the same run, the plant disarmed) stays quiet, and neither run
+    is stopped by the tool, which would stop a user's training."""
+    buggy, twin = _pair("mlp-log_of_zero", name)
+    assert buggy.summary["detectors"][name]["error"] is None
+    assert len(buggy.alarms) == 1 and buggy.alarms["step"].iloc[0] > 0
+    assert twin.alarms.empty
+    assert len(buggy.trace) == len(twin.trace)  # trained to the end
+
+
+def test_hugging_faces_debugger_names_the_module_and_says_when_it_cannot_read_a_model():
+    buggy, _ = _pair("mlp-log_of_zero", "hf_overflow")
+    assert "'backbone.0' (Linear)" in buggy.alarms["message"].iloc[0]
+    transformer = execute(compose_run(["scenario=transformer-clean", "harness.steps=3"]),
+                          [load_detector("hf_overflow")])
+    # its abs().min() meets the attention's boolean mask: recorded once, the run goes on
+    assert transformer.summary["detectors"]["hf_overflow"]["error"] == (
+        "NotImplementedError: \"abs_cpu\" not implemented for 'Bool'")
+    assert len(transformer.trace) == 3
+
+
+def test_lightnings_spike_detection_judges_the_stored_trace_sealed():
+    assert detector_class("lightning_spikes").sealed
+    assert all(not detector_class(n).sealed for n in ("hf_overflow", "torch_grad_norm"))
+    assert not any(detector_class(n).run_by_default for n in NUMERIC_TOOLS)
+
+
+def test_a_tool_missing_from_its_library_says_why():
+    """Lightning 2.6 no longer ships ``utilities.finite_checks``: the row says so."""
+    try:
+        from lightning.pytorch.utilities import finite_checks  # noqa: F401
+    except ImportError:
+        assert "finite_checks" in unavailable("lightning_finite")
+    else:
+        assert unavailable("lightning_finite") is None

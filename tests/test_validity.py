@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -16,8 +17,10 @@ from bugzoo.judge.validity import (
     HEALTH_MARGIN,
     POWERED_SEEDS,
     compare,
+    read_tables,
     row_key,
     to_power,
+    validity_page,
 )
 from bugzoo.scenarios import default_scenario, list_scenarios
 
@@ -204,3 +207,15 @@ def test_validate_changed_reruns_only_the_rows_whose_code_or_settings_changed(tm
     assert main(["results", "validate", "--changed", "--scenarios", *pair, "--out", str(keyless),
                  "--runs", str(runs), "--no-progress"]) == 2
     assert "has no key column" in capsys.readouterr().err
+
+
+def test_the_committed_validity_page_is_what_its_tables_make():
+    """``results/validity.md`` is written from the three tables beside it, never by hand: a
+    row edited in a table, or a page edited alone, fails here. The command and the count of
+    carried rows are what the page says (neither is in the tables)."""
+    page = (ROOT / "results" / "validity.md").read_text()
+    command = re.search(r"Regenerate with `(.*?)`\. Each", page).group(1)
+    carried = re.search(r"^(\d+) of these \d+ rows were carried", page, re.M)
+    validity, health, language = read_tables(ROOT / "results")
+    assert validity_page(validity, health, command, language,
+                         int(carried.group(1)) if carried else 0) == page

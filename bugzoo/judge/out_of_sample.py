@@ -22,6 +22,7 @@ from bugzoo.judge.outcomes import with_suites
 from bugzoo.judge.scoring import _fmt, apart_board, leaderboard, pairs, silent
 from bugzoo.judge.stats import clopper_pearson
 from bugzoo.judge.tables import markdown
+from bugzoo.judge.templates import render
 
 TUNED_ON = "1.0"  # the release whose bugs the built-in detectors were developed and tuned on
 PLUGIN = "plug-in"  # what a bug from outside the catalogue joined: never a release tuned on
@@ -181,34 +182,21 @@ def out_of_sample_page(table: pd.DataFrame, command: str, stamp: str,
         ([f"the bugs that joined in {', '.join(later)}"] if later else [])
         + (["the bugs from outside the catalogue (plug-ins)"] if PLUGIN in joined else []))
     suite = board_unseen.set_index("detector").loc["suite: built-ins"]
-    lines = [
-        "# Out of sample: the built-in detectors on bugs they have never seen", "",
-        f"Regenerate with `{command}`. {stamp}. The built-in detectors were developed and "
-        f"tuned while the catalogue held the bugs of bugzoo-bench {TUNED_ON}; {afterwards} "
-        "were planted afterwards, and this table scores the "
-        "detectors on them exactly as they were (detectors' code digest "
-        f"`{detectors_digest()}`). Same sweep, same paired rules as the leaderboard: each buggy "
-        "run against its disarmed twin, the score macro-averaged over bugs, intervals over "
-        "bugs (95% percentile bootstrap; exact Clopper-Pearson where every bug shows 0 or 1). "
-        f"Unseen: {int(suite['bugs'])} silent bugs in {int(suite['pairs'])} pairs; the "
-        "healthy variants' false alarms are the leaderboard's and are not repeated here.", "",
-        f"![unseen beside tuned-on]({OUT_OF_SAMPLE_FIGURE})", "",
-        "## Unseen bugs beside the bugs the detectors were tuned on", "",
-        markdown(side_by_side(board_seen, board_unseen)), "",
-    ]
     on_models = {name: leaderboard(runs) for name, runs in by_model(seen).items()
                  if (runs["run_role"] != "clean").any()}
-    for title, note, key, boards in (
-            ("The unseen bugs by the release they joined",
-             "Each release's bugs alone (with the healthy variants), scored by the same rules: "
-             "the later the release, the further its bugs from what the detectors were tuned "
-             "on.", "release", per_release),
-            ("The tuned-on bugs on a model the detectors never saw",
-             "The same mistakes the detectors were tuned on, planted in a model that did not "
-             "exist when they were (each side with its own models' healthy variants): how much "
-             "of the tuned-on figure holds on a new model.", "models", on_models)):
-        if len(boards) > 1:
-            lines += [f"## {title}", "", note, "", markdown(suite_rows(key, boards)), ""]
+    return render(
+        "out_of_sample", command=command, stamp=stamp, tuned_on=TUNED_ON, afterwards=afterwards,
+        detectors_digest=detectors_digest(), unseen_bugs=int(suite["bugs"]),
+        unseen_pairs=int(suite["pairs"]), figure=OUT_OF_SAMPLE_FIGURE,
+        side_by_side=markdown(side_by_side(board_seen, board_unseen)),
+        by_release=markdown(suite_rows("release", per_release)) if len(per_release) > 1 else "",
+        by_model=markdown(suite_rows("models", on_models)) if len(on_models) > 1 else "",
+        per_bug=_per_bug_tables(unseen), apart=_apart_tables(unseen)).rstrip() + "\n"
+
+
+def _per_bug_tables(unseen: pd.DataFrame) -> dict[str, str]:
+    """Each suite's table of the unseen bugs, one row per bug, where the suite forms."""
+    tables = {}
     for name in SUITES:
         bugs = per_bug(unseen, name)
         if bugs.empty:  # a suite these detectors do not form
@@ -219,26 +207,27 @@ def out_of_sample_page(table: pd.DataFrame, command: str, stamp: str,
                                                          bugs.recall_hi, strict=True)],
             score=bugs.score.map(lambda v: f"{v:+.2f}"),
             midrun=bugs.midrun.map({True: "yes", False: ""}))
-        lines += [f"## `{name}` per unseen bug", "",
-                  "Recall with its exact 95% interval over the bug's judged pairs (few runs: "
-                  "read it as a range); delay in steps after the onset, median (fastest-"
-                  "slowest) over the hits; mid-run: the bug has a scenario that starts after "
-                  "step 0.", "",
-                  markdown(shown[["bug", "category", "models", "pairs", "hits", "recall",
-                                  "control_alarms", "score", "delay", "midrun"]]), ""]
+        tables[name] = markdown(shown[["bug", "category", "models", "pairs", "hits", "recall",
+                                       "control_alarms", "score", "delay", "midrun"]])
+    return tables
+
+
+def _apart_tables(unseen: pd.DataFrame) -> dict[str, str]:
+    """The suites on the unseen bugs scored apart (loud, unproven, visible at setup), by title."""
+    tables = {}
     for kind, title in (("loud", "Loud unseen bugs (a crash or a hang), scored apart"),
                         ("unproven", "Unproven unseen scenarios, scored apart"),
                         ("visible", "Unseen bugs visible at setup, scored apart")):
         apart = apart_board(unseen, kind)
         apart = apart[apart["detector"].isin(SUITES)]
         if len(apart):
-            lines += [f"## {title}", "", markdown(apart.assign(
+            tables[title] = markdown(apart.assign(
                 score=[_fmt(v, lo, hi) for v, lo, hi in zip(apart.score, apart.score_lo,
                                                             apart.score_hi, strict=True)],
                 recall=[_fmt(v, lo, hi) for v, lo, hi in zip(apart.recall, apart.recall_lo,
                                                              apart.recall_hi, strict=True)])
-                [["detector", "runs", "score", "recall", "early"]]), ""]
-    return "\n".join(lines).rstrip() + "\n"
+                [["detector", "runs", "score", "recall", "early"]])
+    return tables
 
 
 def has_unseen_bugs(table: pd.DataFrame) -> bool:

@@ -23,10 +23,13 @@ import logging
 import os
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
+from tqdm import tqdm
 
 from bugzoo import release
 from bugzoo.commands import command_line
@@ -41,6 +44,7 @@ from bugzoo.paths import PACKAGE
 
 log = logging.getLogger(__name__)
 PROOFS = "provenance.csv"
+PROGRESS = "run made"  # a line RUN prints after each run, for the progress bar
 # run in a checkout: each (scenario, seed, armed) once, in one process, its trace digest out
 RUN = r"""
 import json, sys
@@ -57,19 +61,30 @@ for scenario, seed, armed in runs:
     result = execute(compose_run([f"seed={seed}"], scenario=get_scenario(scenario)), [],
                      armed=armed)
     digests.append(result.summary.get("trace_digest"))
+    print(PROGRESS, flush=True)
 print(json.dumps({"keys": keys, "digests": digests}))
-"""
+""".replace("PROGRESS", repr(PROGRESS))
 
 
-def run_in(checkout: Path, runs: list[tuple[str, int, bool]]) -> dict:
-    """The scenario keys and trace digests of ``runs`` made by the code at ``checkout``."""
+def run_in(checkout: Path, runs: list[tuple[str, int, bool]],
+           made: Callable[[], object] = lambda: None) -> dict:
+    """The scenario keys and trace digests of ``runs`` made by the code at ``checkout``;
+    ``made`` is called as each run ends."""
     env = {**os.environ, "PYTHONPATH": str(checkout), "BUGZOO_CACHE": "off"}
-    done = subprocess.run([sys.executable, "-c", RUN, json.dumps(runs)], cwd=checkout, env=env,
-                          capture_output=True, text=True)
-    if done.returncode:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RuntimeError(f"running under {checkout} failed: {last}")
-    return json.loads(done.stdout.splitlines()[-1])
+    with tempfile.TemporaryFile("w+") as errors:
+        child = subprocess.Popen([sys.executable, "-c", RUN, json.dumps(runs)], cwd=checkout,
+                                 env=env, stdout=subprocess.PIPE, stderr=errors, text=True)
+        lines = []
+        for line in child.stdout:
+            if line.rstrip("\n") == PROGRESS:
+                made()
+            else:
+                lines.append(line)
+        if child.wait():
+            errors.seek(0)
+            last = (errors.read().strip().splitlines() or ["no output"])[-1]
+            raise RuntimeError(f"running under {checkout} failed: {last}")
+    return json.loads(lines[-1])
 
 
 def proof_runs(runs: pd.DataFrame) -> list[tuple[str, int, bool]]:
@@ -91,13 +106,15 @@ def stored_digests(runs: pd.DataFrame, proof: list[tuple[str, int, bool]]) -> li
 
 
 def run_halves(checkout: Path, runs: list[tuple[str, int, bool]]) -> dict:
-    """:func:`run_in` on two cores: the runs split in two interpreters side by side."""
+    """:func:`run_in` on two cores: the runs split in two interpreters side by side, with a
+    progress bar over both."""
     if not runs:
         return {"keys": {}, "digests": []}
     halves = [runs[: len(runs) // 2], runs[len(runs) // 2:]]
-    with ThreadPoolExecutor(2) as pool:
-        done = list(pool.map(lambda half: run_in(checkout, half) if half else
-                             {"keys": {}, "digests": []}, halves))
+    with (tqdm(total=len(runs), unit="run", desc=f"runs under {checkout}") as bar,
+          ThreadPoolExecutor(2) as pool):
+        done = list(pool.map(lambda half: run_in(checkout, half, lambda: bar.update())
+                             if half else {"keys": {}, "digests": []}, halves))
     return {"keys": {**done[0]["keys"], **done[1]["keys"]},
             "digests": done[0]["digests"] + done[1]["digests"]}
 

@@ -122,7 +122,7 @@ def _row(table: pd.DataFrame, *index: str) -> pd.Series:
 # the boards a page quotes a row of: NAME(DETECTOR, KEY)
 BOARDS = {"board": "leaderboard.csv", "visible": "leaderboard_visible.csv",
           "lite": "lite/leaderboard.csv", "lite_visible": "lite/leaderboard_visible.csv",
-          "gpu_board": "gpu/catalogue_leaderboard.csv"}
+          "gpu_board": "gpu/catalogue_leaderboard.csv", "tools_board": "tools/leaderboard.csv"}
 
 
 def _board_row(file: str) -> Callable[..., str]:
@@ -133,6 +133,14 @@ def _board_row(file: str) -> Callable[..., str]:
 
 
 FIGURES.update({name: _board_row(file) for name, file in BOARDS.items()})
+
+
+@figure
+def strongest_tool(r: Results) -> str:
+    """The tool with the highest score on the tools board (``tools/leaderboard.csv``)."""
+    board = r.csv("tools/leaderboard.csv")
+    tools = board[board["role"] == "tool"]
+    return str(tools.loc[tools["score"].idxmax(), "detector"])
 
 
 @figure

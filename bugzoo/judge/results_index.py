@@ -86,20 +86,18 @@ FIXED = [
           "`bugzoo bench --split test --sweep test`", linked=False),
     Entry(("history/*",), "Earlier reference boards, kept to show what moved each figure: "
           "0.1 (run-level J over seeds 0-2, each buggy run against every clean run) and 1.0 "
-          "(the paired test-split board of the 43 bugs of bugzoo-bench 1.0)",
+          "(the paired test-split board of the 43 bugs of bugzoo-bench 1.0), and the real tools "
+          "on the 0.1 scoring (`tools-0.1.md`, its commands in it)",
           "0.1: `bugzoo bench` then `bugzoo score results/runs/bench --publish` (bugzoo 0.1.0); "
           "1.0: `bugzoo bench --split test --sweep test` then `bugzoo score results/runs/test "
           "--publish` (bugzoo 1.0.0)", linked=False),
     Entry(("release.json",), "The release's manifest: every scenario's config, bug code and "
           "data generator hashes, the shared code's hash and the release digest every run "
           "carries", "`bugzoo results release`", linked=False),
-    Entry(("tools.md",), "The real tools (PyTorch anomaly mode, Cockpit, TrainCheck) on the "
-          "0.1 scoring (each buggy run against every clean run, seeds 0-2), beside the suite "
-          "on the same runs",
-          "`bugzoo bench --seeds 0,1,2 --detectors anomaly --out results/runs/tools-anomaly-all`; "
-          "`bugzoo bench --scenarios 'mlp-*' --detectors cockpit --out results/runs/tools-cockpit`"
-          ", then `bugzoo score results/runs/tools-<name> --beside results/runs/bench`; "
-          "`python -m bugzoo.tools.traincheck --out results/runs/tools-traincheck`"),
+    Entry(("tools/*",), "The tools sweep's scored tables, which `tools.md` is made of: its "
+          "leaderboard, categories, outcomes, split, sweep time and overhead",
+          "`bugzoo bench --detectors default cockpit lightning_spikes hf_overflow "
+          "torch_grad_norm --sweep tools` then `bugzoo results tools`", linked=False),
     Entry(("lite/*",), "The bugzoo-bench Lite board, sealed: its leaderboard and tables as "
           "`results/` holds the full board's, its outcomes, split, sweep time and overhead",
           "`bugzoo bench` then `bugzoo score results/runs/lite --publish`", linked=False),

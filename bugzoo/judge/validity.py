@@ -37,6 +37,7 @@ from bugzoo.harness.runner import execute
 from bugzoo.harness.sweep import select_scenarios, sweep, sweep_options, sweep_parser
 from bugzoo.judge.stats import BOOTSTRAP
 from bugzoo.judge.tables import markdown
+from bugzoo.judge.templates import render
 from bugzoo.provenance import code_key, key_of
 from bugzoo.release import scenario_key
 from bugzoo.scenarios import Scenario, default_scenario, get_scenario, list_scenarios
@@ -319,10 +320,9 @@ class Carried:
         return {*self.validity.get("scenario", []), *self.health.get("scenario", [])}
 
 
-def carried_rows(out_dir: Path, chosen: list[str], seeds: list[int],
-                 overrides: list[str]) -> Carried:
-    """The rows of ``validity.csv``, ``health.csv`` and ``language.csv`` in ``out_dir`` for the
-    ``chosen`` scenarios that still stand. Tables without keys are a UsageError."""
+def read_tables(out_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``validity.csv``, ``health.csv`` and ``language.csv`` in ``out_dir`` as ``write_tables``
+    was given them (a missing table is empty). Tables without keys are a UsageError."""
     tables = {}
     for name in ("validity", "health", "language"):
         path = out_dir / f"{name}.csv"
@@ -333,14 +333,22 @@ def carried_rows(out_dir: Path, chosen: list[str], seeds: list[int],
             raise UsageError(f"{path} has no key column (written before --changed existed): "
                              "run a full `bugzoo results validate` once")
         tables[name] = table
-    validity, health, language = tables["validity"], tables["health"], tables["language"]
-    validity = validity[validity.scenario.isin(chosen)] if len(validity) else validity
-    health = health[health.scenario.isin(chosen)] if len(health) else health
+    validity, health = tables["validity"], tables["health"]
     validity = validity.assign(**{c: validity[c].astype(object).fillna("")
                                   for c in ("excluded", "unproven") if c in validity})
     if "healthy" in health:  # a control's empty cell reads back as "not judged"
         health = health.assign(healthy=health.healthy.astype(object).where(
             health.healthy.notna(), None))
+    return validity, health, tables["language"]
+
+
+def carried_rows(out_dir: Path, chosen: list[str], seeds: list[int],
+                 overrides: list[str]) -> Carried:
+    """The rows of the tables in ``out_dir`` (:func:`read_tables`) for the ``chosen``
+    scenarios that still stand."""
+    validity, health, language = read_tables(out_dir)
+    validity = validity[validity.scenario.isin(chosen)] if len(validity) else validity
+    health = health[health.scenario.isin(chosen)] if len(health) else health
     fresh = with_keys(validity.drop(columns="key"), health.drop(columns="key"),
                       language.drop(columns="key") if len(language) else None, seeds,
                       overrides)
@@ -367,7 +375,15 @@ def write_tables(table: pd.DataFrame, healthy: pd.DataFrame, out_dir: Path,
     out_dir.mkdir(parents=True, exist_ok=True)
     table.to_csv(out_dir / "validity.csv", index=False)
     healthy.to_csv(out_dir / "health.csv", index=False)
-    seeds = int(table.seeds.min()) if len(table) else 0
+    if language is not None and len(language):
+        language.to_csv(out_dir / "language.csv", index=False)
+    (out_dir / "validity.md").write_text(validity_page(table, healthy, command, language,
+                                                       carried))
+
+
+def validity_page(table: pd.DataFrame, healthy: pd.DataFrame, command: str,
+                  language: pd.DataFrame | None = None, carried: int = 0) -> str:
+    """``validity.md`` from the tables ``write_tables`` writes beside it."""
     shown = table.assign(
         p_value=table.p_value.map(lambda p: f"{p:.2g}"),
         q_value=table.q_value.map(lambda q: f"{q:.2g}"),
@@ -375,83 +391,49 @@ def write_tables(table: pd.DataFrame, healthy: pd.DataFrame, out_dir: Path,
                 zip(table.effect, table.effect_lo, table.effect_hi, strict=True)],
         valid=table.valid.map({True: "yes", False: "**no**"}))
     default = shown[(shown.excluded == "") & (shown.unproven == "")]
-    lines = [
-        "# Benchmark validity", "",
-        f"Regenerate with `{command}`. Each scenario's declared symptom (an outcome: loss, "
-        "accuracy, divergence, a crash or hang, memory, time, or disagreement between runs), "
-        "buggy runs against runs of its matched clean control (the clean scenario with the "
-        f"same settings), {seeds} seeds each (one not valid although its effect interval "
-        f"excludes 0 is tested again over {len(POWERED_SEEDS)}). Exact one-sided p-values: a "
-        "permutation test of "
-        "the rank sums (metrics) or Fisher's exact test (events); Benjamini-Hochberg q-values "
-        f"across every scenario tested; valid at q < {ALPHA}. Effect: difference of medians "
-        "(metrics) or of event rates, buggy minus clean, with a 95% percentile-bootstrap "
-        "interval.", "",
-        *([f"{carried} of these {len(table) + len(healthy)} rows were carried from the "
-           "tables written here before (`--changed`): the code that decides their runs (their "
-           "scenarios' release keys) and tests them, their seeds and overrides are "
-           "unchanged.", ""]
-          if carried else []),
-        "Measured with the CPU kernels " + ", ".join(
-            f"{kind} ({n} rows)" for kind, n in
-            table.get("cpu_kernels", pd.Series(dtype=str)).fillna("unrecorded")
-            .value_counts().items()) + " (`cpu_kernels` in the tables): a run is bitwise "
-        "repeatable on the machine that made it at most; other kernels round differently, "
-        "and so can another processor with the same kernels (runs record its `cpu_model`).",
-        "",
-        f"**{int((default.valid == 'yes').sum())} of {len(default)} default-sweep scenarios "
-        "valid.**", "",
-        markdown(default[["scenario", "bug", "model", "metric", "direction", "control",
-                          "effect", "p_value", "q_value", "valid"]]),
-    ]
-    for kind, title, note in (
-            ("unproven", "Unproven: in the sweep, scored apart",
-             "The symptom is not proven in this setting (the scenario's `unproven:` says what "
-             "was measured); each is listed with its effect and interval, kept in the catalogue "
-             "and in the bench, and scored apart as loud bugs are."),
-            ("excluded", "Excluded from the default sweep",
-             "Measured with the same test; the reason is the scenario file's `excluded:`.")):
-        rows = shown[shown[kind] != ""]
-        if len(rows):
-            lines += ["", f"## {title}", "", note, ""]
-            lines += [f"- `{r.scenario}` ({r.metric} {r.direction}: effect {r.effect}, "
-                      f"p = {r.p_value}, q = {r.q_value}): {getattr(r, kind)}"
-                      for r in rows.itertuples()]
-    if len(healthy):
-        variants = healthy[healthy.role == "variant"]
-        shown = healthy.assign(
-            **{c: healthy[c].map("{:.3f}".format)
-               for c in ("mean_val_acc", "min_val_acc", "default_val_acc", "max_val_loss",
-                         "default_val_loss")},
-            healthy=healthy.healthy.map({True: "yes", False: "**no**", None: "(control)"}))
-        lines += ["", "## Clean scenarios: controls and healthy variants", "",
-                  f"Final validation accuracy and loss over {seeds} seeds beside the model's "
-                  "default settings. A healthy variant ends every seed within "
-                  f"{HEALTH_MARGIN:.2f} of the default's mean accuracy; a language model's "
-                  f"variant, whose next-token accuracy is low by nature, within "
-                  f"{ENTROPY_MARGIN} nats of the default's mean validation loss. A control "
-                  "mirrors its bugs' settings and is reported, not judged.", "",
-                  f"**{int((variants.healthy == True).sum())} of {len(variants)} "  # noqa: E712
-                  "healthy variants healthy.**", "",
-                  markdown(shown[["scenario", "role", "description", "mean_val_acc",
-                                  "min_val_acc", "default_val_acc", "max_val_loss",
-                                  "default_val_loss", "judged_by", "healthy"]])]
-    if language is not None and len(language):
-        language.to_csv(out_dir / "language.csv", index=False)
-        shown = language.assign(**{c: language[c].map("{:.3f}".format) for c in (
-            "final_val_loss", "entropy_floor", "excess", "generation_gap")},
-            within=language.within.map({True: "yes", False: "**no**"}))
-        lines += ["", "## The language model against its source", "",
-                  "`gpt-clean` (the causal LM on its defaults) per seed: its final validation "
-                  "loss beside the entropy of the source that wrote the validation sentences, "
-                  "the lowest loss a model that only looks back can reach; and its generation "
-                  "gap, the source's loss on sentences the model writes after prompts minus "
-                  f"its holdout loss. Within: the loss ends above the floor by at most "
-                  f"{ENTROPY_MARGIN} nats and the gap is at most {GENERATION_MARGIN} nats.", "",
-                  f"**{int(language.within.sum())} of {len(language)} seeds within.**", "",
-                  markdown(shown[["seed", "final_val_loss", "entropy_floor", "excess",
-                                  "generation_gap", "within"]])]
-    (out_dir / "validity.md").write_text("\n".join(lines) + "\n")
+    apart = {kind: [f"- `{r.scenario}` ({r.metric} {r.direction}: effect {r.effect}, "
+                    f"p = {r.p_value}, q = {r.q_value}): {getattr(r, kind)}"
+                    for r in shown[shown[kind] != ""].itertuples()]
+             for kind in ("unproven", "excluded")}
+    kernels = table.get("cpu_kernels", pd.Series(dtype=str)).fillna("unrecorded").value_counts()
+    return render(
+        "validity", command=command, seeds=int(table.seeds.min()) if len(table) else 0,
+        powered_seeds=len(POWERED_SEEDS), alpha=ALPHA, carried=carried,
+        rows=len(table) + len(healthy),
+        kernels=", ".join(f"{kind} ({n} rows)" for kind, n in kernels.items()),
+        valid=int((default.valid == "yes").sum()), default=len(default),
+        default_table=markdown(default[["scenario", "bug", "model", "metric", "direction",
+                                         "control", "effect", "p_value", "q_value", "valid"]]),
+        **apart, health=_health_block(healthy), language=_language_block(language),
+        health_margin=f"{HEALTH_MARGIN:.2f}", entropy_margin=ENTROPY_MARGIN,
+        generation_margin=GENERATION_MARGIN)
+
+
+def _health_block(healthy: pd.DataFrame) -> dict | None:
+    if not len(healthy):
+        return None
+    variants = healthy[healthy.role == "variant"]
+    shown = healthy.assign(
+        **{c: healthy[c].map("{:.3f}".format)
+           for c in ("mean_val_acc", "min_val_acc", "default_val_acc", "max_val_loss",
+                     "default_val_loss")},
+        healthy=healthy.healthy.map({True: "yes", False: "**no**", None: "(control)"}))
+    return {"healthy": int((variants.healthy == True).sum()),  # noqa: E712
+            "variants": len(variants),
+            "table": markdown(shown[["scenario", "role", "description", "mean_val_acc",
+                                     "min_val_acc", "default_val_acc", "max_val_loss",
+                                     "default_val_loss", "judged_by", "healthy"]])}
+
+
+def _language_block(language: pd.DataFrame | None) -> dict | None:
+    if language is None or not len(language):
+        return None
+    shown = language.assign(**{c: language[c].map("{:.3f}".format) for c in (
+        "final_val_loss", "entropy_floor", "excess", "generation_gap")},
+        within=language.within.map({True: "yes", False: "**no**"}))
+    return {"within": int(language.within.sum()), "seeds": len(language),
+            "table": markdown(shown[["seed", "final_val_loss", "entropy_floor", "excess",
+                                     "generation_gap", "within"]])}
 
 
 def main(argv: list[str]) -> int:
