@@ -15,7 +15,7 @@ from bugzoo.cli import main
 from bugzoo.harness import traceset
 from bugzoo.judge import validity
 from bugzoo.judge.changed_cost import edited_copy
-from bugzoo.judge.prove import PROOFS, run_in
+from bugzoo.judge.prove import PROOFS, RowCode, proof_covered, run_in, uncovered_row_code
 
 ROOT = Path(__file__).resolve().parents[1]
 NEUTRAL, CHANGED = "mlp-missing_zero_grad", "mlp-lr_too_high"
@@ -144,3 +144,24 @@ def test_with_the_code_that_made_them_a_rows_unstored_control_is_proven_too(tmp_
     proofs = pd.read_csv(results / "traces" / PROOFS).set_index("scenario")
     assert proofs.loc[control, "against"] == str(base) and proofs.loc[control, "old_key"] == \
         old[control]
+
+
+def test_rows_follow_a_proof_only_where_it_ran_the_row_code_that_moved():
+    """A validity row is made of runs and of the code that plans and tests them. Where that
+    code moved only where a proof runs it (composing and executing a run, a bug's plant), the
+    compared traces cover it and the rows can follow their runs; a move anywhere else (the
+    decoys a sweep plants, reached through the pool) leaves every row to be remade."""
+    here = RowCode.here()
+    covered = proof_covered()
+    assert uncovered_row_code(here, here, covered) == []
+    assert {"bugzoo.config:check_run_config", "bugzoo.bugs.base:patch_method"} <= covered
+    for moved, blocks in (("bugzoo.config:check_run_config", False),
+                          ("bugzoo.harness.honeypot:DecoyBug", True),
+                          ("bugzoo.judge.validity:summarise", True)):
+        assert moved in here.units
+        edited = RowCode(here.key, {**here.units, moved: "edited"})
+        assert uncovered_row_code(here, edited, covered) == ([moved] if blocks else [])
+
+
+def test_a_checkouts_row_code_is_read_as_the_keys_read_it():
+    assert RowCode.at(ROOT) == RowCode.here()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
+import math
 import shutil
+from dataclasses import MISSING
 
 import pytest
 from bugzoo_detectors.cockpit import Cockpit
@@ -18,7 +21,8 @@ from bugzoo.detector_registry import (
     unavailable,
 )
 from bugzoo.harness.runner import execute
-from bugzoo.telemetry import TIMING_COLUMNS
+from bugzoo.telemetry import TIMING_COLUMNS, Observation
+from bugzoo.trace import RunFacts
 
 HAS_COCKPIT = Cockpit.available() is None
 HAS_TRAINCHECK = importlib.util.find_spec("traincheck") is not None and all(
@@ -153,6 +157,7 @@ def test_cockpit_stands_down_on_a_model_backpack_cannot_handle():
 
 
 NUMERIC_TOOLS = ["hf_overflow", "torch_grad_norm", "lightning_spikes"]
+QUIET_ON_THE_TWIN = ["hf_overflow", "torch_grad_norm"]  # SpikeDetection flags noisy losses too
 
 
 def _pair(scenario: str, name: str):
@@ -161,9 +166,9 @@ def _pair(scenario: str, name: str):
     return [execute(cfg, [load_detector(name)], armed=armed) for armed in (True, False)]
 
 
-@pytest.mark.parametrize("name", NUMERIC_TOOLS)
-def test_each_field_tool_alarms_on_a_nan_from_log_of_zero_and_not_on_its_twin(name):
-    """A loss whose log reaches 0 turns every tool's signal non-finite: the buggy run alarms
+@pytest.mark.parametrize("name", QUIET_ON_THE_TWIN)
+def test_each_numeric_tool_alarms_on_a_nan_from_log_of_zero_and_not_on_its_twin(name):
+    """A loss whose log reaches 0 turns the tool's signal non-finite: the buggy run alarms
     after the onset, the twin (the same run, the plant disarmed) stays quiet, and neither run
     is stopped by the tool, which would stop a user's training."""
     buggy, twin = _pair("mlp-log_of_zero", name)
@@ -171,6 +176,25 @@ def test_each_field_tool_alarms_on_a_nan_from_log_of_zero_and_not_on_its_twin(na
     assert len(buggy.alarms) == 1 and buggy.alarms["step"].iloc[0] > 0
     assert twin.alarms.empty
     assert len(buggy.trace) == len(twin.trace)  # trained to the end
+
+
+def _spikes_on(losses: list[float]) -> list[int]:
+    detector = load_detector("lightning_spikes")
+    detector.setup(RunFacts("mlp", None, 4, len(losses), 0.0, "cpu"))
+    fields = {f.name: 0.0 for f in dataclasses.fields(Observation) if f.default is MISSING
+              and f.default_factory is MISSING}
+    return [a.step for step, loss in enumerate(losses) for a in detector.observe(
+        Observation(**{**fields, "step": step, "loss": loss, "nonfinite_loss": False,
+                       "nonfinite_grads": 0, "scale": None, "training": True}))]
+
+
+def test_lightnings_spike_detection_flags_as_lightning_does_and_once():
+    """On its defaults: a loss more than twice the running mean of the last 10 above it, or a
+    non-finite one, stops Lightning's training; here it is one alarm, at that step."""
+    assert _spikes_on([1.0] * 20 + [2.9] + [1.0] * 5) == []  # 1.9 above the mean: not 2x
+    assert _spikes_on([1.0] * 20 + [3.1, 1.0, 5.0]) == [20]
+    assert _spikes_on([1.0] * 5 + [math.nan, math.nan]) == [5]
+    assert _spikes_on([3.0 - 0.1 * s for s in range(20)]) == []  # falling is never a spike
 
 
 def test_hugging_faces_debugger_names_the_module_and_says_when_it_cannot_read_a_model():

@@ -26,12 +26,14 @@ import sys
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 from tqdm import tqdm
 
 from bugzoo import release
+from bugzoo.bugs import builtin_ids
 from bugzoo.commands import command_line
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import traceset
@@ -41,6 +43,7 @@ from bugzoo.judge.committed_keys import check_checkout
 from bugzoo.judge.rekey import rekeyed_lines, replace_file
 from bugzoo.judge.tables import markdown
 from bugzoo.paths import PACKAGE
+from bugzoo.provenance import CODE, code_key, code_reached, key_of
 
 log = logging.getLogger(__name__)
 PROOFS = "provenance.csv"
@@ -50,6 +53,7 @@ RUN = r"""
 import json, sys
 import torch
 from bugzoo import release
+from bugzoo.bugs import builtin_ids
 from bugzoo.config import compose_run
 from bugzoo.harness.runner import execute
 from bugzoo.scenarios import get_scenario
@@ -64,6 +68,58 @@ for scenario, seed, armed in runs:
     print(PROGRESS, flush=True)
 print(json.dumps({"keys": keys, "digests": digests}))
 """.replace("PROGRESS", repr(PROGRESS))
+
+
+# run in a checkout: the code validity rows are made with, per definition (the same private
+# text the keys hash, which every checkout since 2.0 has)
+ROW_CODE = r"""
+import json
+from bugzoo.judge.validity import ROW_ENTRIES
+from bugzoo.provenance import CODE, code_key, key_of
+units = {f"{m}:{n}": key_of(CODE._text(m, n, frozenset())) for m, n in CODE.reached(*ROW_ENTRIES)}
+print(json.dumps({"key": code_key(*ROW_ENTRIES), "units": units}))
+"""
+# what a proof runs (RUN above): the row code it executes is covered by the traces it compares
+PROOF_ENTRIES = ("bugzoo.config:compose_run", "bugzoo.harness.runner:execute",
+                 "bugzoo.scenarios:get_scenario")
+
+
+@dataclass(frozen=True)
+class RowCode:
+    """The code validity rows are made with, in one checkout: its key, and each definition's."""
+
+    key: str
+    units: dict[str, str]
+
+    @classmethod
+    def here(cls) -> RowCode:
+        return cls(code_key(*validity.ROW_ENTRIES),
+                   {f"{m}:{n}": key_of(CODE._text(m, n, frozenset()))
+                    for m, n in code_reached(*validity.ROW_ENTRIES)})
+
+    @classmethod
+    def at(cls, checkout: Path) -> RowCode:
+        env = {**os.environ, "PYTHONPATH": str(checkout), "BUGZOO_CACHE": "off"}
+        done = subprocess.run([sys.executable, "-c", ROW_CODE], cwd=checkout, env=env,
+                              capture_output=True, text=True, check=True)
+        found = json.loads(done.stdout.splitlines()[-1])
+        return cls(found["key"], found["units"])
+
+
+def proof_covered() -> set[str]:
+    """The definitions a proof runs: what composing and executing a run reaches, and every
+    bug's code (each proven scenario's runs execute its own)."""
+    entries = [*PROOF_ENTRIES, *(f"bugzoo.bugs.{bug}:BUG" for bug in builtin_ids())]
+    return {f"{m}:{n}" for m, n in code_reached(*entries)}
+
+
+def uncovered_row_code(before: RowCode, after: RowCode, covered: set[str]) -> list[str]:
+    """The definitions of the row code that moved between ``before`` and ``after`` and that
+    no proof ran (``covered``): where there is one, the rows' results may have moved although
+    their runs did not, so no row is carried."""
+    moved = {unit for unit in before.units.keys() | after.units.keys()
+             if before.units.get(unit) != after.units.get(unit)}
+    return sorted(moved - covered)
 
 
 def run_in(checkout: Path, runs: list[tuple[str, int, bool]],
@@ -184,7 +240,14 @@ def prove(traces: Path, against: Path | None, patterns: list[str] | None = None,
     if results is not None:
         current = ({s for s, key in today.items() if made_by[s] == {key}} |
                    set(proven["scenario"]) | (set(old_keys) - set(today) - set(verdicts["scenario"])))
-        verdicts.attrs["rows_carried"] = carry_rows(results, old_keys, current)
+        row_code, uncovered = None, []
+        if against is not None:
+            before, after = RowCode.at(against), RowCode.here()
+            uncovered = uncovered_row_code(before, after, proof_covered())
+            row_code = before.key
+        verdicts.attrs["rows_uncovered"] = uncovered
+        verdicts.attrs["rows_carried"] = 0 if uncovered else carry_rows(
+            results, old_keys, current, row_code)
     return verdicts
 
 
@@ -238,13 +301,16 @@ def _proven(scenario: str, made_by: set[str], key: str, runs: list, digests: lis
             "against": against}
 
 
-def carry_rows(results: Path, old_keys: dict[str, str], current: set[str]) -> int:
+def carry_rows(results: Path, old_keys: dict[str, str], current: set[str],
+               row_code: str | None = None) -> int:
     """Give today's key to each validity, health and language row of ``results`` whose key
-    is the one its scenarios' stored runs (``old_keys``) gave it and whose scenarios all hold
-    today's key now (``current``); how many rows were carried."""
+    is the one its scenarios' stored runs (``old_keys``) and the row code it was made with
+    (``row_code``, today's by default) gave it, and whose scenarios all hold today's key now
+    (``current``); how many rows were carried."""
     bare = _row_tables(results)
     then = validity.with_keys(*bare.values(), _row_seeds(), [],
-                              run_key=lambda s: old_keys.get(s) if s in current else None)
+                              run_key=lambda s: old_keys.get(s) if s in current else None,
+                              row_code=row_code)
     now = validity.with_keys(*bare.values(), _row_seeds(), [])
     texts, carried = {}, 0
     for name, before, after in zip(bare, then, now, strict=True):
@@ -305,6 +371,10 @@ def main(argv: list[str]) -> int:
     proven = int(verdicts["proven"].sum())
     for row in verdicts[~verdicts["proven"].astype(bool)].itertuples():
         print(f"{row.scenario}: not proven ({row.why})")
+    if uncovered := verdicts.attrs.get("rows_uncovered"):
+        print("no validity, health or language row carried: the code that makes them moved "
+              f"where no proof runs ({', '.join(uncovered)}); `bugzoo results validate "
+              "--changed` remakes them")
     rows = (f", with {verdicts.attrs['rows_carried']} validity, health and language rows of "
             f"{results}" if results is not None else "")
     print(f"{proven} of {len(verdicts)} stale scenarios proven neutral and carried{rows} "

@@ -277,23 +277,27 @@ ROW_ENTRIES = tuple(f"bugzoo.judge.validity:{name}" for name in (
 
 
 def row_key(scenarios: list[str], seeds: list[int], overrides: list[str],
-            run_key: Callable[[str], str | None] = scenario_key) -> str | None:
+            run_key: Callable[[str], str | None] = scenario_key,
+            row_code: str | None = None) -> str | None:
     """What decided a row: the release keys of its scenarios' runs (the one measured and the
     one it is measured against; ``run_key`` gives them, today's by default), the seeds asked
     for, the run-setting overrides and the code that plans the runs and tests them
-    (:data:`ROW_ENTRIES`). None where a scenario is outside the release: such a row is never
-    carried."""
+    (:data:`ROW_ENTRIES`; ``row_code`` is its key, today's by default). None where a scenario
+    is outside the release: such a row is never carried."""
     keys = [run_key(s) for s in scenarios]
-    return None if None in keys else key_of(keys, seeds, list(overrides), code_key(*ROW_ENTRIES))
+    return None if None in keys else key_of(keys, seeds, list(overrides),
+                                            row_code or code_key(*ROW_ENTRIES))
 
 
 def with_keys(validity: pd.DataFrame, health: pd.DataFrame, language: pd.DataFrame | None,
               seeds: list[int], overrides: list[str],
-              run_key: Callable[[str], str | None] = scenario_key) -> tuple:
+              run_key: Callable[[str], str | None] = scenario_key,
+              row_code: str | None = None) -> tuple:
     """The three tables, each row with its ``key`` (:func:`row_key`)."""
     tables = (validity, health, language)
     return tuple(None if table is None else
-                 table.assign(key=[row_key(pair, seeds, overrides, run_key) for pair in pairs])
+                 table.assign(key=[row_key(pair, seeds, overrides, run_key, row_code)
+                                   for pair in pairs])
                  for table, pairs in zip(tables, row_scenarios(*tables), strict=True))
 
 
