@@ -135,12 +135,25 @@ def _board_row(file: str) -> Callable[..., str]:
 FIGURES.update({name: _board_row(file) for name, file in BOARDS.items()})
 
 
-@figure
-def strongest_tool(r: Results) -> str:
-    """The tool with the highest score on the tools board (``tools/leaderboard.csv``)."""
+def _strongest_tools(r: Results) -> tuple[list[str], float]:
     board = r.csv("tools/leaderboard.csv")
-    tools = board[board["role"] == "tool"]
-    return str(tools.loc[tools["score"].idxmax(), "detector"])
+    scores = board[board["role"] == "tool"].set_index("detector")["score"].round(2)
+    return list(scores[scores == scores.max()].index), float(scores.max())
+
+
+@figure
+def strongest_tools(r: Results) -> str:
+    """The tools with the highest score, at two decimals, on the tools board
+    (``tools/leaderboard.csv``), ties named together."""
+    names = [f"`{n}`" for n in _strongest_tools(r)[0]]
+    listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return listed + (" (tied at two decimals)" if len(names) > 1 else "")
+
+
+@figure
+def strongest_tool_score(r: Results) -> str:
+    """The highest tool score on the tools board, at two decimals."""
+    return f"{_strongest_tools(r)[1]:.2f}"
 
 
 @figure

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bugzoo.detector_registry import DETECTORS, unavailable
+from bugzoo.detector_registry import unavailable
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
 from bugzoo.judge.scoring import _fmt
@@ -28,6 +28,8 @@ TABLES = "tools"  # results/tools/: the sweep's scored tables, what the page is 
 KEPT = ("leaderboard.csv", "leaderboard_categories.csv", store.SPLIT_FILE, store.SWEEP_TIME,
         store.SWEEP_COMMAND, "overhead.csv")
 SUITE = "suite: built-ins"
+LIBRARIES = "libraries.csv"  # each tool's library and the version installed beside the sweep
+UNION = "suite: built-ins + tools"  # alarms where any built-in or tool alarms
 
 
 @dataclass(frozen=True)
@@ -45,8 +47,9 @@ TOOLS = {
                       "reference notes' recipe: a forward hook on every module)"),
     "anomaly": Tool("torch", "the backward op that first returns NaN, with its forward "
                     "traceback (`torch.autograd.detect_anomaly`)",
-                    "it needs runs of its own, at 2-9x the step time (`results/perf/overhead.md`), "
-                    "which would triple the sweep; `bugzoo bench --detectors anomaly` runs it"),
+                    "it needs runs of its own, at 2-9x the step time (`results/perf/overhead.md`): "
+                    "a second run of every scenario at that cost; `bugzoo bench --detectors "
+                    "anomaly` runs it"),
     "torch_grad_norm": Tool("torch", "a NaN or infinite total gradient norm before a step "
                             "(`clip_grad_norm_(..., error_if_nonfinite=True)`)"),
     "lightning_spikes": Tool("lightning", "loss spikes against a running mean, and non-finite "
@@ -70,7 +73,8 @@ def tool_version(name: str) -> str:
 
 
 def keep_tables(sweep: Path, out: Path) -> Path:
-    """Copy a scored tools sweep's tables into ``out/tools/`` (with its outcomes as Parquet)."""
+    """Copy a scored tools sweep's tables into ``out/tools/`` (with its outcomes as Parquet),
+    and record beside them each tool's library as installed here, or why it cannot run."""
     if not (sweep / "leaderboard.csv").is_file():
         raise UsageError(f"{sweep} holds no scored sweep: run `bugzoo bench --detectors default "
                          f"tools --sweep {sweep.name}` first (or `bugzoo score {sweep}`)")
@@ -81,7 +85,14 @@ def keep_tables(sweep: Path, out: Path) -> Path:
             shutil.copyfile(sweep / name, kept / name)
     pd.read_csv(sweep / "outcomes.csv", low_memory=False).to_parquet(kept / "outcomes.parquet",
                                                                       index=False)
+    pd.DataFrame([{"tool": name, "library": tool.library, "version": tool_version(name),
+                   "unavailable": unavailable(name) or ""}
+                  for name, tool in TOOLS.items()]).to_csv(kept / LIBRARIES, index=False)
     return kept
+
+
+def _interval(row: pd.Series, key: str) -> str:
+    return _fmt(row[key], row[f"{key}_lo"], row[f"{key}_hi"])
 
 
 def first_errors(outcomes: pd.DataFrame) -> pd.DataFrame:
@@ -100,21 +111,22 @@ def tools_page(kept: Path, command: str) -> str:
     outcomes = pd.read_parquet(kept / "outcomes.parquet")
     categories = pd.read_csv(kept / "leaderboard_categories.csv")
     errors = first_errors(outcomes)
+    libraries = pd.read_csv(kept / LIBRARIES, keep_default_na=False).set_index("tool")
+    versions = libraries["version"]
     runs = outcomes.drop_duplicates(["scenario", "seed", "run_role"])
     tools = [n for n in TOOLS if n in board.index]
-    rows = [{"tool": f"`{n}`", "library": f"{TOOLS[n].library} {tool_version(n)}",
-             "scored": board.loc[n, "scored"], "its docs say it catches": TOOLS[n].claim,
-             **{c: _fmt(board.loc[n, c], board.loc[n, f"{c}_lo"], board.loc[n, f"{c}_hi"])
+    suites = [n for n in (SUITE, UNION) if n in board.index]
+    rows = [{"tool": f"`{n}`" if n in TOOLS else n,
+             "library": f"{TOOLS[n].library} {versions[n]}" if n in TOOLS else "bugzoo",
+             "scored": board.loc[n, "scored"],
+             "its docs say it catches": TOOLS[n].claim if n in TOOLS else "",
+             **{c: _interval(board.loc[n], c)
                 for c in ("score", "recall", "matched_false_alarm_rate",
                           "healthy_false_alarm_rate", "honeypot_score")},
              "overhead": _fmt(board.loc[n, "overhead"]),
              "failed on": (f"{errors.loc[n, 'failed_runs']} of {len(runs)} runs: "
                            f"`{errors.loc[n, 'first_error']}`" if n in errors.index else "")}
-            for n in [*tools, SUITE, "suite: built-ins + tools"] if n in board.index]
-    for row in rows:
-        if row["tool"].startswith("`suite"):
-            row.update({"library": "bugzoo", "its docs say it catches": "",
-                        "tool": row["tool"].strip("`")})
+            for n in [*tools, *suites]]
     hits = categories[categories["detector"].isin([*tools, SUITE])].assign(
         recall=lambda t: [_fmt(v, lo, hi) for v, lo, hi in zip(t.recall, t.recall_lo,
                                                                 t.recall_hi, strict=True)])
@@ -122,22 +134,28 @@ def tools_page(kept: Path, command: str) -> str:
     by_category = by_category[[c for c in [*tools, SUITE] if c in by_category]].reset_index()
     silent = board.loc[SUITE] if SUITE in board.index else None
     missing = [{"tool": f"`{n}`", "library": TOOLS[n].library,
-                "why": unavailable(n) or TOOLS[n].left_out or "not in this sweep"}
-               for n in TOOLS if n not in board.index and n in DETECTORS.names()]
-    strongest = max(tools, key=lambda n: board.loc[n, "score"]) if tools else None
+                "why": libraries.loc[n, "unavailable"] or TOOLS[n].left_out
+                or "not in this sweep"}
+               for n in TOOLS if n not in board.index]
+    best = max((round(board.loc[n, "score"], 2) for n in tools), default=None)
+    strongest = [n for n in tools if round(board.loc[n, "score"], 2) == best]
+    timed = (pd.read_csv(kept / store.SWEEP_TIME) if (kept / store.SWEEP_TIME).is_file()
+             else pd.DataFrame(columns=["wall_s", "runs_made", "workers"]))
+    noisiest = max(tools, key=lambda n: board.loc[n, "matched_false_alarm_rate"], default=None)
     return render(
         "tools", command=command, stamp=store.sweep_stamp(kept) or "Runs of unrecorded versions",
         bugs=int(silent["bugs"]) if silent is not None else 0,
         pairs=int(silent["pairs"]) if silent is not None else 0,
         healthy=int(silent["clean_runs"]) if silent is not None else 0,
+        swept=(f"{timed['runs_made'].sum()} runs in {timed['wall_s'].sum() / 60:.0f} min on "
+               f"{timed['workers'].max()} workers" if len(timed) else ""),
         table=markdown(pd.DataFrame(rows)), by_category=markdown(by_category),
         missing=markdown(pd.DataFrame(missing)) if missing else "",
-        strongest=strongest, strongest_score=_fmt(board.loc[strongest, "score"],
-                                                  board.loc[strongest, "score_lo"],
-                                                  board.loc[strongest, "score_hi"])
-        if strongest else "",
-        suite_score=_fmt(silent["score"], silent["score_lo"], silent["score_hi"])
-        if silent is not None else "")
+        strongest=[f"`{n}` {_interval(board.loc[n], 'score')}" for n in strongest],
+        noisiest=noisiest, noisiest_rate=_fmt(board.loc[noisiest, "matched_false_alarm_rate"])
+        if noisiest else "",
+        union=_interval(board.loc[UNION], "score") if UNION in board.index else "",
+        suite_score=_interval(silent, "score") if silent is not None else "")
 
 
 def main(argv: list[str]) -> int:

@@ -25,6 +25,8 @@ class LightningFinite(Detector):
             from lightning.pytorch.utilities.finite_checks import detect_nan_parameters  # noqa: F401
         except ImportError as e:
             return f"needs lightning ({e})"
+        except RuntimeError as e:  # a torchvision built for another torch, which torchmetrics imports
+            return f"importing lightning failed: {e} (a torchvision whose operators do not load: pip uninstall torchvision)"
         return None
 
     def setup(self, run: RunView) -> None:

@@ -48,6 +48,8 @@ class LightningSpikes(Detector):
             from lightning.fabric.utilities.spike import SpikeDetection  # noqa: F401
         except ImportError as e:
             return f"needs lightning with torchmetrics ({e})"
+        except RuntimeError as e:  # a torchvision built for another torch, which torchmetrics imports
+            return f"importing lightning failed: {e} (a torchvision whose operators do not load: pip uninstall torchvision)"
         return None
 
     def setup(self, run: RunFacts) -> None:
