@@ -70,13 +70,17 @@ def test_the_boards_overhead_is_the_run_weighted_paid_overhead():
     assert board().loc["suite: built-ins", "overhead"] == pytest.approx(expected, abs=0.005)
 
 
-def test_quoted_tool_scores_are_in_tools_md():
-    """Every score interval the Real tools section quotes is a row of results/tools.md."""
+def test_the_tool_scores_typed_in_the_real_tools_section_are_0_1s():
+    """The Real tools section quotes today's tools board through figures (kept current by
+    ``tests/test_quotes.py``); the intervals typed outside a figure are the 0.1 scoring's, and
+    each is a row of ``results/history/tools-0.1.md``."""
     section = flat(SCORING.split("## Real tools")[1].split("\n## ")[0])
-    tools = flat((RESULTS / "tools.md").read_text())
-    quoted = re.findall(r"-?\d\.\d\d \[-?\d\.\d\d, -?\d\.\d\d\]", section)
+    typed = re.sub(r"<!--fig:.*?<!--/fig-->", "", section)
+    old = flat((RESULTS / "history" / "tools-0.1.md").read_text())
+    quoted = re.findall(r"-?\d\.\d\d \[-?\d\.\d\d, -?\d\.\d\d\]", typed)
     assert len(quoted) >= 4
-    assert [q for q in quoted if q not in tools] == []
+    assert [q for q in quoted if q not in old] == []
+    assert "<!--fig:tools_board(" in section
 
 
 def test_quoted_reliability_figures_match_the_tests():

@@ -10,6 +10,7 @@ from torch import nn
 
 from bugzoo.detector import Alarm, Detector, RunView
 from bugzoo.telemetry import Observation
+from bugzoo.tools import import_failure
 
 
 class HFOverflow(Detector):
@@ -26,14 +27,10 @@ class HFOverflow(Detector):
 
     @staticmethod
     def available() -> str | None:
-        try:
-            from transformers.debug_utils import DebugUnderflowOverflow  # noqa: F401
-        except ImportError as e:
-            return f"needs transformers ({e})"
-        return None
+        return import_failure("transformers.debug_utils", "needs transformers")
 
     def setup(self, run: RunView) -> None:
-        from transformers.debug_utils import DebugUnderflowOverflow
+        from transformers.debug_utils import DebugUnderflowOverflow  # only once a run starts
 
         super().setup(run)
         detector = self

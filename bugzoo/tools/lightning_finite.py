@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from bugzoo.detector import Alarm, Detector, RunView
 from bugzoo.telemetry import Observation
+from bugzoo.tools import import_failure
 
 
 class LightningFinite(Detector):
@@ -21,13 +22,7 @@ class LightningFinite(Detector):
 
     @staticmethod
     def available() -> str | None:
-        try:
-            from lightning.pytorch.utilities.finite_checks import detect_nan_parameters  # noqa: F401
-        except ImportError as e:
-            return f"needs lightning ({e})"
-        except RuntimeError as e:  # a torchvision built for another torch, which torchmetrics imports
-            return f"importing lightning failed: {e} (a torchvision whose operators do not load: pip uninstall torchvision)"
-        return None
+        return import_failure("lightning.pytorch.utilities.finite_checks", "needs lightning")
 
     def setup(self, run: RunView) -> None:
         super().setup(run)
@@ -35,7 +30,7 @@ class LightningFinite(Detector):
         self.hook(run.optimizer.register_step_post_hook, self._after_step)
 
     def _after_step(self, *_) -> None:
-        from lightning.pytorch.utilities.finite_checks import detect_nan_parameters
+        from lightning.pytorch.utilities.finite_checks import detect_nan_parameters  # optional
 
         if self.fired:
             return

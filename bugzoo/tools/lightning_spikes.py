@@ -6,6 +6,7 @@ import torch
 
 from bugzoo.detector import Alarm, Detector
 from bugzoo.telemetry import Observation
+from bugzoo.tools import import_failure
 from bugzoo.trace import RunFacts
 
 
@@ -44,23 +45,18 @@ class LightningSpikes(Detector):
 
     @staticmethod
     def available() -> str | None:
-        try:
-            from lightning.fabric.utilities.spike import SpikeDetection  # noqa: F401
-        except ImportError as e:
-            return f"needs lightning with torchmetrics ({e})"
-        except RuntimeError as e:  # a torchvision built for another torch, which torchmetrics imports
-            return f"importing lightning failed: {e} (a torchvision whose operators do not load: pip uninstall torchvision)"
-        return None
+        return import_failure("lightning.fabric.utilities.spike",
+                              "needs lightning with torchmetrics")
 
     def setup(self, run: RunFacts) -> None:
-        from lightning.fabric.utilities.spike import SpikeDetection
+        from lightning.fabric.utilities.spike import SpikeDetection  # only once a run starts
 
         super().setup(run)
         self.spikes = SpikeDetection()
         self.fabric, self.fired = _OneProcess(), False
 
     def observe(self, obs: Observation) -> list[Alarm]:
-        from lightning.fabric.utilities.spike import TrainingSpikeException
+        from lightning.fabric.utilities.spike import TrainingSpikeException  # loaded by setup
 
         if self.fired:
             return []
