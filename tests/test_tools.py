@@ -9,6 +9,7 @@ import math
 import shutil
 from dataclasses import MISSING
 
+import pandas as pd
 import pytest
 from bugzoo_detectors.cockpit import Cockpit
 
@@ -20,7 +21,9 @@ from bugzoo.detector_registry import (
     load_detector,
     unavailable,
 )
-from bugzoo.harness.runner import execute
+from bugzoo.harness import store, traceset
+from bugzoo.harness.runner import execute, execute_and_store
+from bugzoo.judge.sealed import score_runs
 from bugzoo.telemetry import TIMING_COLUMNS, Observation
 from bugzoo.trace import RunFacts
 
@@ -222,3 +225,16 @@ def test_a_tool_missing_from_its_library_says_why():
         assert "finite_checks" in unavailable("lightning_finite")
     else:
         assert unavailable("lightning_finite") is None
+
+
+def test_lightnings_spike_detection_sealed_gives_the_alarms_it_gave_live(tmp_path):
+    """Scored from the stored trace in a confined job, as the tools board scores it, the
+    adapter raises what it raised watching the run."""
+    cfg = compose_run(["scenario=mlp-log_of_zero", "seed=0"])
+    execute_and_store(cfg, tmp_path, "sweep", [load_detector("lightning_spikes")])
+    [run] = list(traceset.stored_runs(tmp_path / "sweep"))
+    [(replayed, statuses)] = score_runs([run], ["lightning_spikes"], [tmp_path / "sweep"])
+    live = store.read_alarms(store.run_dir(tmp_path, "sweep", "mlp-log_of_zero", 0))
+    assert len(live) == 1
+    pd.testing.assert_frame_equal(replayed, live, check_dtype=False)
+    assert statuses["lightning_spikes"]["error"] is None
