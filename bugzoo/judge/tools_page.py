@@ -1,8 +1,8 @@
 """``bugzoo results tools``: ``results/tools.md``, the field's debugging tools on bugzoo-bench
 Lite beside bugzoo's suite on the same runs.
 
-The tools sweep is a Lite bench with the tools named (``bugzoo bench --detectors default tools
---sweep tools``), scored by the board's rules. This command keeps its tables in
+The tools sweep is a Lite bench with the tools named (``bugzoo bench --detectors`` and
+:data:`SWEPT`, ``--sweep tools``), scored by the board's rules. This command keeps its tables in
 ``results/tools/`` and writes the page from them, so the page is remade from ``results/``
 alone (``tests/test_tools_page.py``).
 """
@@ -24,6 +24,9 @@ from bugzoo.judge.tables import markdown
 from bugzoo.judge.templates import render
 
 SWEEP = Path("results/runs/tools")
+# what the tools sweep watches: the default suite (to stand beside) and every tool but anomaly,
+# which needs runs of its own (Tool.left_out)
+SWEPT = "default cockpit lightning_spikes hf_overflow torch_grad_norm"
 TABLES = "tools"  # results/tools/: the sweep's scored tables, what the page is made of
 KEPT = ("leaderboard.csv", "leaderboard_categories.csv", store.SPLIT_FILE, store.SWEEP_TIME,
         store.SWEEP_COMMAND, "overhead.csv")
@@ -76,8 +79,8 @@ def keep_tables(sweep: Path, out: Path) -> Path:
     """Copy a scored tools sweep's tables into ``out/tools/`` (with its outcomes as Parquet),
     and record beside them each tool's library as installed here, or why it cannot run."""
     if not (sweep / "leaderboard.csv").is_file():
-        raise UsageError(f"{sweep} holds no scored sweep: run `bugzoo bench --detectors default "
-                         f"tools --sweep {sweep.name}` first (or `bugzoo score {sweep}`)")
+        raise UsageError(f"{sweep} holds no scored sweep: run `bugzoo bench --detectors "
+                         f"{SWEPT} --sweep {sweep.name}` first (or `bugzoo score {sweep}`)")
     kept = out / TABLES
     kept.mkdir(parents=True, exist_ok=True)
     for name in KEPT:
