@@ -201,6 +201,30 @@ def test_the_trace_memoriser_wins_on_the_published_dev_traces_only():
     assert board.loc["trace_memoriser", "score"] > 0.5
 
 
+def test_the_published_board_page_is_its_outcomes_scored():
+    """``results/leaderboard.md`` is what the scoring code and its template make of the
+    committed outcomes and overhead; the command and the stamp are what the page says (the
+    sweep folder that holds them is not committed). Lite's page is not held to it: it was
+    scored by 1.6, before ``suite: sealed``."""
+    import re
+    from pathlib import Path
+
+    from bugzoo.judge import scoring
+
+    results = Path(__file__).resolve().parents[1] / "results"
+    page = (results / "leaderboard.md").read_text()
+    title = page.splitlines()[0].removeprefix("# ")
+    command, stamp = re.search(r"Regenerate with `(.*?)`\. ((?:bugzoo-bench \w+: )?Runs made "
+                               r".*?\))\. Silent", page.splitlines()[2]).groups()
+    table, runs, decoys = scoring.board_inputs(pd.read_parquet(results / "outcomes.parquet"))
+    board = scoring.leaderboard(runs, pd.read_csv(results / scoring.OVERHEAD_FILE),
+                                decoys=decoys)
+    made = scoring.render(board, *(scoring.apart_board(runs, kind) for kind in
+                                   scoring.APART_KINDS), scoring.unproven_effects(table),
+                          scoring.category_board(runs), command, stamp, title)
+    assert made == page
+
+
 def test_the_published_board_is_its_published_outcomes_scored():
     """`results/leaderboard.csv` is what the scoring code makes of the committed per-run
     outcomes and overhead: anyone can recompute the citable board, and no figure on it was

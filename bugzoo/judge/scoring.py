@@ -55,6 +55,7 @@ from bugzoo.judge.outcomes import (
 )
 from bugzoo.judge.sealed import score_sweep_sealed, sealed_selection
 from bugzoo.judge.stats import BOOTSTRAP, clopper_pearson
+from bugzoo.judge.templates import render as render_page
 from bugzoo.registry import OWN_DISTRIBUTION
 
 log = logging.getLogger(__name__)
@@ -391,80 +392,30 @@ CATEGORY_KEYS = ["detector", "category", "bugs", "pairs", "score", "recall", "ea
 APART_KEYS = ["detector", "runs", "bugs", "score", "recall", "early", "median_delay_steps"]
 EFFECT_KEYS = ["scenario", "seeds", "effect"]
 
-EXPLANATION = (
-    "**score**: the macro-averaged paired Youden's J. Each buggy run is judged against its "
-    "matched control, its disarmed twin (the same configuration and seeds, the plant without "
-    "its effect), over the same stretch from the bug's onset: a hit (an alarm on the buggy run "
-    "from the onset on, none before) minus a control alarm (the same on the twin). Per bug the "
-    "mean over its runs, then the mean over bugs: a bug counts once, however many scenarios "
-    "it has. **recall** and **matched_false_alarm_rate**: the two halves, per bug over the "
-    "pairs quiet before the onset, then over bugs. **healthy_false_alarm_rate**: healthy "
-    "variants' runs with any alarm, per scenario, then over scenarios; above "
-    f"{HEALTHY_LIMIT:g} the detector is flagged. A detector that knows nothing of the bug "
-    "alarms alike on both runs of a pair and scores 0 (bugs whose pair differs at setup are "
-    "scored apart, for there a reader of the defaults would not): see the baselines and the "
-    "integrity rows (`settings_reader` reads the run's settings, `trace_memoriser` the published dev "
-    "traces). **early**: pairs alarmed before the onset, where the two runs are still one. "
-    "Delays in steps after onset, for bugs present from step 0 and for bugs that start mid-run "
-    "apart. **overhead**: a whole run's time with the detector over the bare loop's (no "
-    "telemetry), setup, twin run and teardown included, per model (`overhead.csv`) and "
-    "averaged over the sweep's runs. Intervals: 95% percentile bootstrap over bugs (buggy "
-    "side) and over clean scenarios (healthy side); a rate that is 0 (or 1) for every cluster "
-    "gets the exact Clopper-Pearson interval over the clusters. Suites alarm at the first alarm "
-    "of any member; members naming different causes at that step make the diagnosis "
-    "ambiguous, which counts as wrong.")
-
-
-HONEYPOT_NOTE = (
-    "**scored**: `sealed (namespaces)` rows were scored from the stored trace alone, outside "
-    "the training process, each run in a confined process of its own; `in-process (trusted)` "
-    "rows watched the live run and are trusted not to read what they should not. "
-    "**honeypot_score**: the paired score on decoy pairs, one per model, that impersonate a "
-    "buggy scenario (its id, card and settings) with a plant that changes nothing; only "
-    "reading which bug is planted or which run is armed can score there, so an interval above "
-    f"0 is flagged ({HONEYPOT_FLAG}).")
-
-
-VISIBLE_NOTE = (
-    "Bugs whose buggy run and matched control differ in what a detector reads at setup, "
-    "without the seeds: settings, types, the module tree, parameter shapes and flags, the "
-    "loaders' settings and the splits' shapes. A reader of the catalogue's defaults "
-    "(`settings_reader`'s mirror, which alarms whenever a run is off its model's defaults) "
-    "tells these pairs apart while detecting nothing, so they are not scored with the rest; "
-    "here a row is worth only beside its healthy false-alarm rate on the main board.")
-
-
 def render(board: pd.DataFrame, loud: pd.DataFrame, unproven: pd.DataFrame,
            visible: pd.DataFrame, effects: pd.DataFrame, categories: pd.DataFrame,
            command: str, stamp: str, title: str = "Detector leaderboard") -> str:
+    """``leaderboard.md`` (``templates/leaderboard.md.j2``) from the board and its tables."""
     mix = (f"{int(board['bugs'].max())} silent bugs in {int(board['pairs'].max())} pairs of "
            f"buggy and control runs, and {int(board['clean_runs'].max())} runs of healthy "
            "variants" if len(board) else "no runs")
-    sources = (markdown_table(board[["detector", "role", "scope", "source"]]
-                              .sort_values("detector"), ["detector", "role", "scope", "source"])
-               if len(board) else "")
-    parts = [
-        f"# {title}", "",
-        f"Regenerate with `{command}`. {stamp}. Silent bugs and healthy variants ({mix}); "
-        "loud, unproven and setup-visible bugs apart.", "", EXPLANATION, "",
-        markdown_table(board, main_keys(board)) if len(board) else "_no silent-bug runs_", "",
-        *([HONEYPOT_NOTE, ""] if "honeypot_score" in board else []),
-        "## Run-level counts", "",
-        markdown_table(board, COUNT_KEYS) if len(board) else "", "",
-        "## Detectors", "", sources, "",
-        "## Loud bugs (crash or hang)", "",
-        markdown_table(loud, APART_KEYS) if len(loud) else "_no loud-bug runs_", "",
-        "## Unproven bugs (no symptom proven in their setting)", "",
-        "Each scenario's declared symptom, buggy minus control, median over its seeds with a "
-        "95% percentile-bootstrap interval over seeds:", "",
-        markdown_table(effects, EFFECT_KEYS) if len(effects) else "_no unproven scenarios_", "",
-        markdown_table(unproven, APART_KEYS) if len(unproven) else "", "",
-        "## Bugs visible at setup", "", VISIBLE_NOTE, "",
-        markdown_table(visible, APART_KEYS) if len(visible) else "_no setup-visible bugs_", "",
-        "## Per bug category", "",
-        markdown_table(categories, CATEGORY_KEYS) if len(categories) else "_no buggy runs_", "",
-    ]
-    return "\n".join(parts)
+
+    def table(frame: pd.DataFrame, keys: list[str], empty: str = "") -> str:
+        return markdown_table(frame, keys) if len(frame) else empty
+
+    return render_page(
+        "leaderboard", title=title, command=command, stamp=stamp, mix=mix,
+        healthy_limit=f"{HEALTHY_LIMIT:g}", honeypot_flag=HONEYPOT_FLAG,
+        honeypots="honeypot_score" in board,
+        main=table(board, main_keys(board), "_no silent-bug runs_"),
+        counts=table(board, COUNT_KEYS),
+        sources=table(board[["detector", "role", "scope", "source"]].sort_values("detector")
+                      if len(board) else board, ["detector", "role", "scope", "source"]),
+        loud=table(loud, APART_KEYS, "_no loud-bug runs_"),
+        effects=table(effects, EFFECT_KEYS, "_no unproven scenarios_"),
+        unproven=table(unproven, APART_KEYS),
+        visible=table(visible, APART_KEYS, "_no setup-visible bugs_"),
+        categories=table(categories, CATEGORY_KEYS, "_no buggy runs_"))
 
 
 PUBLISHED = Path("results/leaderboard.csv")  # the reference board, as committed
