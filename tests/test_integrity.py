@@ -201,44 +201,30 @@ def test_the_trace_memoriser_wins_on_the_published_dev_traces_only():
     assert board.loc["trace_memoriser", "score"] > 0.5
 
 
-def test_the_published_board_page_is_its_outcomes_scored():
-    """``results/leaderboard.md`` is what the scoring code and its template make of the
-    committed outcomes and overhead; the command and the stamp are what the page says (the
-    sweep folder that holds them is not committed). Lite's page is not held to it: it was
-    scored by 1.6, before ``suite: sealed``."""
+def test_the_published_board_is_its_published_outcomes_scored():
+    """`results/leaderboard.csv` and `results/leaderboard.md` are what the scoring code and
+    its template make of the committed per-run outcomes and overhead: anyone can recompute the
+    citable board, and no figure on it was typed. The page's command and stamp are what it
+    says (the sweep folder that holds them is not committed). Lite's page is not held to it:
+    it was scored by 1.6, before ``suite: sealed``."""
+    import io
     import re
     from pathlib import Path
 
     from bugzoo.judge import scoring
-
-    results = Path(__file__).resolve().parents[1] / "results"
-    page = (results / "leaderboard.md").read_text()
-    title = page.splitlines()[0].removeprefix("# ")
-    command, stamp = re.search(r"Regenerate with `(.*?)`\. ((?:bugzoo-bench \w+: )?Runs made "
-                               r".*?\))\. Silent", page.splitlines()[2]).groups()
-    table, runs, decoys = scoring.board_inputs(pd.read_parquet(results / "outcomes.parquet"))
-    board = scoring.leaderboard(runs, pd.read_csv(results / scoring.OVERHEAD_FILE),
-                                decoys=decoys)
-    made = scoring.render(board, *(scoring.apart_board(runs, kind) for kind in
-                                   scoring.APART_KINDS), scoring.unproven_effects(table),
-                          scoring.category_board(runs), command, stamp, title)
-    assert made == page
-
-
-def test_the_published_board_is_its_published_outcomes_scored():
-    """`results/leaderboard.csv` is what the scoring code makes of the committed per-run
-    outcomes and overhead: anyone can recompute the citable board, and no figure on it was
-    typed."""
-    import io
-    from pathlib import Path
-
     from bugzoo.judge.scoring import OVERHEAD_FILE, PUBLISHED_OUTCOMES, board_inputs, leaderboard
 
     results = Path(__file__).resolve().parents[1] / "results"
     outcomes = pd.read_parquet(results / PUBLISHED_OUTCOMES)
-    _, runs, decoys = board_inputs(outcomes)
+    table, runs, decoys = board_inputs(outcomes)
     board = leaderboard(runs, pd.read_csv(results / OVERHEAD_FILE), decoys=decoys)
     pd.testing.assert_frame_equal(pd.read_csv(io.StringIO(board.to_csv(index=False))),
                                   pd.read_csv(results / "leaderboard.csv"))
+    page = (results / "leaderboard.md").read_text()
+    command, stamp = re.search(r"Regenerate with `(.*?)`\. (Runs made .*?\))\. Silent",
+                               page.splitlines()[2]).groups()
+    assert scoring.render(board, *(scoring.apart_board(runs, kind) for kind in
+                                   scoring.APART_KINDS), scoring.unproven_effects(table),
+                          scoring.category_board(runs), command, stamp) == page
     split = pd.read_json(results / "split.json", typ="series")
     assert split["name"] == "test" and set(outcomes["seed"]) == set(split["seeds"])

@@ -53,7 +53,6 @@ RUN = r"""
 import json, sys
 import torch
 from bugzoo import release
-from bugzoo.bugs import builtin_ids
 from bugzoo.config import compose_run
 from bugzoo.harness.runner import execute
 from bugzoo.scenarios import get_scenario
@@ -101,7 +100,10 @@ class RowCode:
     def at(cls, checkout: Path) -> RowCode:
         env = {**os.environ, "PYTHONPATH": str(checkout), "BUGZOO_CACHE": "off"}
         done = subprocess.run([sys.executable, "-c", ROW_CODE], cwd=checkout, env=env,
-                              capture_output=True, text=True, check=True)
+                              capture_output=True, text=True)
+        if done.returncode:
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            raise UsageError(f"cannot read the row code of {checkout}: {last}")
         found = json.loads(done.stdout.splitlines()[-1])
         return cls(found["key"], found["units"])
 
