@@ -48,7 +48,7 @@ from bugzoo.harness.sweep import (
     sweep_parser,
 )
 from bugzoo.judge.lite import frozen_scenarios
-from bugzoo.judge.outcomes import suite_members
+from bugzoo.judge.outcomes import RUN_KEYS, detector_failures, suite_members
 from bugzoo.judge.perf import time_pairs
 from bugzoo.judge.replay import replay_bench
 from bugzoo.judge.scoring import OVERHEAD_FILE, score_sweep
@@ -264,24 +264,19 @@ def main(argv: list[str]) -> int:
         score_sweep_sealed(out, sealed, progress=options.progress)
     store.add_sweep_time(out, time.perf_counter() - start, sum(outcomes.values()), workers)
     board = score_sweep(out, command=f"bugzoo score {out}")
-    for line in detector_failures(pd.read_csv(out / "outcomes.csv")):
+    for line in failure_lines(pd.read_csv(out / "outcomes.csv")):
         log.warning("%s", line)
     print(smoke_summary(out) if args.quick else board)
     return 0
 
 
-def detector_failures(table: pd.DataFrame) -> list[str]:
+def failure_lines(table: pd.DataFrame) -> list[str]:
     """One line per detector that failed on some run of the sweep: on how many, and the first
     error (each run records its detectors' errors; the board counts them)."""
-    keys = ["scenario", "seed", "run_role"]
-    failed = table[table["detector_error"].notna() & (table["role"] != "suite")]
-    runs = len(table.drop_duplicates(keys))
-    lines = []
-    for name, g in failed.groupby("detector"):
-        lines.append(f"detector {name} failed on {len(g.drop_duplicates(keys))} of {runs} runs "
-                     f"(first: {g['detector_error'].iloc[0]}); the board's detector_errors "
-                     "column counts them")
-    return lines
+    runs = len(table.drop_duplicates(RUN_KEYS))
+    return [f"detector {name} failed on {row.failed_runs} of {runs} runs (first: "
+            f"{row.first_error}); the board's detector_errors column counts them"
+            for name, row in detector_failures(table).iterrows()]
 
 
 QUICK_LINES = 40  # what --quick prints at most

@@ -313,3 +313,14 @@ def with_suites(table: pd.DataFrame, label: str = "") -> pd.DataFrame:
                           for d, r in identities.iterrows()})
     return pd.concat([table, *(suite_outcomes(table, f"{name}{label}", set(members))
                                for name, members in suites.items())], ignore_index=True)
+
+
+RUN_KEYS = ["scenario", "seed", "run_role"]  # one run of a sweep, in an outcome table
+
+
+def detector_failures(table: pd.DataFrame) -> pd.DataFrame:
+    """Per detector that failed on some run of the outcome ``table`` (suites aside): on how
+    many runs (``failed_runs``) and its first error (``first_error``)."""
+    failed = table[table["detector_error"].notna() & (table["role"] != "suite")]
+    runs = failed.drop_duplicates(["detector", *RUN_KEYS])
+    return runs.groupby("detector")["detector_error"].agg(failed_runs="count", first_error="first")

@@ -19,6 +19,7 @@ import pandas as pd
 from bugzoo.detector_registry import unavailable
 from bugzoo.errors import ArgumentParser, UsageError
 from bugzoo.harness import store
+from bugzoo.judge.outcomes import RUN_KEYS, detector_failures
 from bugzoo.judge.scoring import _fmt
 from bugzoo.judge.tables import markdown
 from bugzoo.judge.templates import render
@@ -50,9 +51,9 @@ TOOLS = {
                       "reference notes' recipe: a forward hook on every module)"),
     "anomaly": Tool("torch", "the backward op that first returns NaN, with its forward "
                     "traceback (`torch.autograd.detect_anomaly`)",
-                    "it needs runs of its own, at 2-9x the step time (`results/perf/overhead.md`): "
-                    "a second run of every scenario at that cost; `bugzoo bench --detectors "
-                    "anomaly` runs it"),
+                    "it needs runs of its own, several times slower than the bare loop "
+                    "(`results/perf/overhead.md`): a second run of every scenario at that cost; "
+                    "`bugzoo bench --detectors anomaly` runs it"),
     "torch_grad_norm": Tool("torch", "a NaN or infinite total gradient norm before a step "
                             "(`clip_grad_norm_(..., error_if_nonfinite=True)`)"),
     "lightning_spikes": Tool("lightning", "loss spikes against a running mean, and non-finite "
@@ -98,13 +99,6 @@ def _interval(row: pd.Series, key: str) -> str:
     return _fmt(row[key], row[f"{key}_lo"], row[f"{key}_hi"])
 
 
-def first_errors(outcomes: pd.DataFrame) -> pd.DataFrame:
-    """Per detector: on how many runs it failed, and the first error it gave."""
-    failed = outcomes[outcomes["detector_error"].fillna("") != ""]
-    runs = failed.drop_duplicates(["detector", "scenario", "seed", "run_role"])
-    return runs.groupby("detector")["detector_error"].agg(failed_runs="count", first_error="first")
-
-
 def tools_page(kept: Path, command: str) -> str:
     """``tools.md`` from the tables in ``kept`` (``results/tools/``); ``command`` wrote them
     there, after the commands that made the sweep (which ``kept`` records)."""
@@ -113,10 +107,10 @@ def tools_page(kept: Path, command: str) -> str:
     board = pd.read_csv(kept / "leaderboard.csv").set_index("detector")
     outcomes = pd.read_parquet(kept / "outcomes.parquet")
     categories = pd.read_csv(kept / "leaderboard_categories.csv")
-    errors = first_errors(outcomes)
+    errors = detector_failures(outcomes)
     libraries = pd.read_csv(kept / LIBRARIES, keep_default_na=False).set_index("tool")
     versions = libraries["version"]
-    runs = outcomes.drop_duplicates(["scenario", "seed", "run_role"])
+    runs = outcomes.drop_duplicates(RUN_KEYS)
     tools = [n for n in TOOLS if n in board.index]
     suites = [n for n in (SUITE, UNION) if n in board.index]
     rows = [{"tool": f"`{n}`" if n in TOOLS else n,
@@ -150,6 +144,7 @@ def tools_page(kept: Path, command: str) -> str:
         bugs=int(silent["bugs"]) if silent is not None else 0,
         pairs=int(silent["pairs"]) if silent is not None else 0,
         healthy=int(silent["clean_runs"]) if silent is not None else 0,
+        seeds=len((store.read_split(kept) or {}).get("seeds", [])),
         swept=(f"{timed['runs_made'].sum()} runs in {timed['wall_s'].sum() / 60:.0f} min on "
                f"{timed['workers'].max()} workers" if len(timed) else ""),
         table=markdown(pd.DataFrame(rows)), by_category=markdown(by_category),

@@ -46,21 +46,21 @@ class HFOverflow(Detector):
                 self.frames = []  # the frames it would print: the alarm names the module
 
         self.step, self.fired = 0, False
+        self.said = io.StringIO()  # what it prints, only as it finds a value out of range
         self.debugger = Hooked(run.model)
 
     def _forward(self, module: nn.Module, inputs, output) -> None:
         if self.fired:
             return
-        said = io.StringIO()  # what it prints as it finds a value out of range
         try:
-            with contextlib.redirect_stdout(said):
+            with contextlib.redirect_stdout(self.said):
                 self.debugger.forward_hook(module, inputs, output)
         except ValueError as e:
             if "inf/nan detected" not in str(e):
                 raise
             self.fired = True
             name = self.debugger.module_names.get(module) or "<model>"
-            found = "; ".join(said.getvalue().split("\n")[:3]).strip("; ")
+            found = "; ".join(self.said.getvalue().split("\n")[:3]).strip("; ")
             self.queue(self.alarm(self.step, "inf_nan_activation", "numerics",
                                   f"Hugging Face's underflow/overflow debugger: inf/nan in the "
                                   f"forward pass of '{name}' ({type(module).__name__}): {found}"))
