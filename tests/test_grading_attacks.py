@@ -170,5 +170,9 @@ def test_the_cheating_solvers_score_unconfined_and_not_sealed(cheat, task_set, m
     assert loose.sandbox == sandbox.UNCONFINED and "UNCONFINED" in loose.line()
     if cheat == "key_reader":
         assert loose.solved
-    else:  # it reads the template; on the mlp, importing bugzoo alone costs more than the budget
-        assert "CPU-s" in loose.why_not_kept and loose.accuracy == loose.fixed_accuracy
+    else:  # it reads the template and trains the fixed script: solved, or, where importing
+        # bugzoo alone costs more than the mlp's CPU budget (it did in a well-stocked
+        # environment, not in a fresh one), over the budget; never stopped at the import
+        assert "No module named" not in loose.why_not_kept
+        assert loose.solved or "CPU-s" in loose.why_not_kept
+        assert loose.accuracy == loose.fixed_accuracy
